@@ -1,0 +1,59 @@
+/*
+ * The analysis pipeline: route, policies, simulation, metrics.  O(ops + tensor
+ * uses) per strategy.
+ */
+#include "analyze.h"
+
+#include <string.h>
+
+int analysis_run(const struct mp_net *net, const struct mp_device *dev,
+		 uint32_t mask, const struct mp_policy_opts *opts,
+		 struct mp_analysis *out, struct mp_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (dev)
+		out->device = *dev;
+	else if (net->has_device)
+		out->device = net->device;
+	else
+		device_default(&out->device);
+	if (route_build(net, &out->route, err) < 0)
+		return -1;
+	policy_layer_min(net, &out->route, &out->lmin);
+	mask |= 1u << MP_STRAT_BASELINE;
+	for (int s = 0; s < MP_STRAT__COUNT; s++) {
+		struct mp_strategy_result *r = &out->r[out->n];
+
+		if (!(mask & (1u << s)))
+			continue;
+		r->strategy = (enum mp_strategy)s;
+		sched_init(&r->sched);
+		policy_build(net, &out->route, r->strategy, opts, &r->sched, &r->rinfo);
+		out->n++;
+		if (sim_run(net, &out->device, &r->sched, &r->sim, err) < 0) {
+			mp_error_prefix(err, "internal error: %s schedule: ", mp_strategy_name(r->strategy));
+			analysis_release(out);
+			return -1;
+		}
+	}
+	for (uint32_t i = 0; i < out->n; i++) {
+		struct mp_strategy_result *r = &out->r[i];
+		double vmp = (double)out->r[0].sim.peak_bytes, vtc = out->r[0].sim.time_ms;
+
+		r->msr = vmp > 0 ? (vmp - (double)r->sim.peak_bytes) / vmp : 0;
+		r->eor = vtc > 0 ? r->sim.time_ms / vtc : 1.0;
+		r->overhead = r->eor - 1.0;
+		r->cbr = r->eor > 0 ? r->msr / r->eor : 0;
+	}
+	return 0;
+}
+
+void analysis_release(struct mp_analysis *a)
+{
+	for (uint32_t i = 0; i < a->n; i++) {
+		sched_release(&a->r[i].sched);
+		sim_release(&a->r[i].sim);
+	}
+	route_release(&a->route);
+	memset(a, 0, sizeof(*a));
+}

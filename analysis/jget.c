@@ -1,0 +1,173 @@
+/*
+ * Typed JSON reads with paths in errors.
+ */
+#include "jget.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *jget_type(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "an array";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER: return "an integer";
+	case JSON_REAL: return "a number";
+	case JSON_TRUE: return "true";
+	case JSON_FALSE: return "false";
+	case JSON_NULL: return "null";
+	}
+	return "a value";
+}
+
+int jget_check_keys(const json_t *obj, const char *path,
+		    const char *const *allowed, struct mp_error *err)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach((json_t *)obj, key, v) {
+		const char *const *a;
+		char list[512] = "";
+		size_t used = 0;
+
+		for (a = allowed; *a; a++)
+			if (!strcmp(*a, key))
+				break;
+		if (*a)
+			continue;
+		for (a = allowed; *a && used + strlen(*a) + 3 < sizeof(list); a++)
+			used += (size_t)snprintf(list + used, sizeof(list) - used,
+						 "%s%s", a == allowed ? "" : ", ", *a);
+		mp_error_set(err, "%s%s%s: unknown key (expected one of: %s)", path,
+			     *path ? "." : "", key, list);
+		return -1;
+	}
+	return 0;
+}
+
+int jget_object(const json_t *v, const char *path, struct mp_error *err)
+{
+	if (json_is_object(v))
+		return 0;
+	mp_error_set(err, "%s: expected an object, got %s", path, jget_type(v));
+	return -1;
+}
+
+int jget_string(const json_t *v, const char *path, const char **out,
+		struct mp_error *err)
+{
+	if (!json_is_string(v)) {
+		mp_error_set(err, "%s: expected a string, got %s", path, jget_type(v));
+		return -1;
+	}
+	if (!*json_string_value(v)) {
+		mp_error_set(err, "%s: expected a non-empty string", path);
+		return -1;
+	}
+	if (strlen(json_string_value(v)) != json_string_length(v)) {
+		mp_error_set(err, "%s: string contains a NUL character", path);
+		return -1;
+	}
+	*out = json_string_value(v);
+	return 0;
+}
+
+int jget_size(const json_t *v, const char *path, uint64_t *out,
+	      struct mp_error *err)
+{
+	if (json_is_integer(v)) {
+		json_int_t i = json_integer_value(v);
+
+		if (i < 0) {
+			mp_error_set(err, "%s: size must not be negative, got %lld", path, (long long)i);
+			return -1;
+		}
+		if ((uint64_t)i > MP_MAX_BYTES) {
+			mp_error_set(err, "%s: %lld bytes is larger than the 1 PiB memplan accepts", path, (long long)i);
+			return -1;
+		}
+		*out = (uint64_t)i;
+		return 0;
+	}
+	if (json_is_real(v)) {
+		mp_error_set(err, "%s: expected a whole number of bytes or a string with a unit such as \"24M\", got %g", path, json_real_value(v));
+		return -1;
+	}
+	if (json_is_string(v)) {
+		if (mp_parse_size(json_string_value(v), out, err) < 0) {
+			mp_error_prefix(err, "%s: ", path);
+			return -1;
+		}
+		return 0;
+	}
+	mp_error_set(err, "%s: expected a size (bytes, or a string such as \"24M\"), got %s", path, jget_type(v));
+	return -1;
+}
+
+static int get_number(const json_t *v, const char *path, double *out,
+		      struct mp_error *err)
+{
+	if (!json_is_number(v)) {
+		mp_error_set(err, "%s: expected a number, got %s", path, jget_type(v));
+		return -1;
+	}
+	*out = json_number_value(v);
+	if (!isfinite(*out)) {
+		mp_error_set(err, "%s: expected a finite number", path);
+		return -1;
+	}
+	return 0;
+}
+
+int jget_nonneg(const json_t *v, const char *path, double *out,
+		struct mp_error *err)
+{
+	if (get_number(v, path, out, err) < 0)
+		return -1;
+	if (*out < 0) {
+		mp_error_set(err, "%s: must not be negative, got %g", path, *out);
+		return -1;
+	}
+	return 0;
+}
+
+int jget_positive(const json_t *v, const char *path, double *out,
+		  struct mp_error *err)
+{
+	if (get_number(v, path, out, err) < 0)
+		return -1;
+	if (*out <= 0) {
+		mp_error_set(err, "%s: must be positive, got %g", path, *out);
+		return -1;
+	}
+	return 0;
+}
+
+int jget_int(const json_t *v, const char *path, int64_t lo, int64_t hi,
+	     int64_t *out, struct mp_error *err)
+{
+	if (!json_is_integer(v)) {
+		mp_error_set(err, "%s: expected an integer, got %s", path, jget_type(v));
+		return -1;
+	}
+	*out = json_integer_value(v);
+	if (*out < lo || *out > hi) {
+		mp_error_set(err, "%s: %lld is out of range [%lld, %lld]", path,
+			     (long long)*out, (long long)lo, (long long)hi);
+		return -1;
+	}
+	return 0;
+}
+
+int jget_bool(const json_t *v, const char *path, int *out, struct mp_error *err)
+{
+	if (!json_is_boolean(v)) {
+		mp_error_set(err, "%s: expected true or false, got %s", path, jget_type(v));
+		return -1;
+	}
+	*out = json_is_true(v);
+	return 0;
+}

@@ -1,0 +1,56 @@
+/*
+ * jget: typed reads from jansson values with the JSON path in every error
+ * ("layers[3].time.fwd: expected a number of milliseconds >= 0, got \"fast\"").
+ * Values returned are borrowed from the json_t they came from.
+ */
+#ifndef MP_JGET_H
+#define MP_JGET_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "util.h"
+
+/* Join a path and a key: ("layers[3]", "time") -> "layers[3].time"; ("", "x") -> "x". */
+static inline const char *jget_path(char *buf, size_t n, const char *path,
+				    const char *key)
+{
+	snprintf(buf, n, "%s%s%s", path, *path ? "." : "", key);
+	return buf;
+}
+
+/* A short description of a JSON value's type for messages ("a string"). */
+const char *jget_type(const json_t *v);
+
+/* Fail on any key of obj not in allowed (NULL-terminated). */
+int jget_check_keys(const json_t *obj, const char *path,
+		    const char *const *allowed, struct mp_error *err);
+
+/* obj must be an object; path names it. */
+int jget_object(const json_t *v, const char *path, struct mp_error *err);
+
+/* A non-empty string. */
+int jget_string(const json_t *v, const char *path, const char **out,
+		struct mp_error *err);
+
+/* A size: a non-negative integer of bytes, or a string with a unit ("24M"). */
+int jget_size(const json_t *v, const char *path, uint64_t *out,
+	      struct mp_error *err);
+
+/* A finite number >= 0 (milliseconds, GB/s, ...). */
+int jget_nonneg(const json_t *v, const char *path, double *out,
+		struct mp_error *err);
+
+/* A positive finite number (bandwidths). */
+int jget_positive(const json_t *v, const char *path, double *out,
+		  struct mp_error *err);
+
+/* An integer in [lo, hi]. */
+int jget_int(const json_t *v, const char *path, int64_t lo, int64_t hi,
+	     int64_t *out, struct mp_error *err);
+
+/* A boolean. */
+int jget_bool(const json_t *v, const char *path, int *out, struct mp_error *err);
+
+#endif

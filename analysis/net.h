@@ -1,0 +1,124 @@
+/*
+ * net: the network at tensor granularity, and its loader.  A Net is a DAG of
+ * ops (forward, backward, optimizer) over tensors; users usually write layers,
+ * which net_load lowers to ops with the tensors each layer type's backward
+ * really reads (the table in memplan-net(5) is the contract).  A loaded Net
+ * owns everything it points to; net_free releases it once.
+ */
+#ifndef MP_NET_H
+#define MP_NET_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "device.h"
+#include "util.h"
+
+enum mp_tensor_kind {
+	MP_TK_INPUT,        /* produced by a data layer, or resident at start */
+	MP_TK_ACTIVATION,   /* forward outputs and what backward saves from them */
+	MP_TK_GRADIENT,     /* gradients of activations */
+	MP_TK_PARAM,        /* weights: resident for the whole iteration */
+	MP_TK_PARAM_GRAD,
+	MP_TK_OPT_STATE,    /* optimizer state: resident for the whole iteration */
+	MP_TK_WORKSPACE,    /* scratch of one op, live only while it runs */
+	MP_TK__COUNT
+};
+const char *mp_tensor_kind_name(enum mp_tensor_kind k);
+
+enum mp_phase { MP_PHASE_FWD, MP_PHASE_BWD, MP_PHASE_OPT };
+const char *mp_phase_name(enum mp_phase p);
+
+enum mp_layer_type {
+	MP_L_DATA, MP_L_CONV, MP_L_FC, MP_L_RELU, MP_L_SIGMOID, MP_L_TANH,
+	MP_L_ELU, MP_L_GELU, MP_L_SILU, MP_L_POOL, MP_L_LRN, MP_L_BN,
+	MP_L_LAYERNORM, MP_L_DROPOUT, MP_L_SOFTMAX, MP_L_LOSS, MP_L_ADD,
+	MP_L_CONCAT, MP_L_EMBEDDING, MP_L_ATTENTION, MP_L_RESHAPE, MP_L_CUSTOM,
+	MP_L_OP,            /* an op written directly in "ops" */
+	MP_L__COUNT
+};
+const char *mp_layer_type_name(enum mp_layer_type t);
+int mp_layer_type_parse(const char *s); /* aliases: linear, matmul -> fc; -1 */
+
+enum mp_optimizer { MP_OPT_NONE, MP_OPT_SGD, MP_OPT_MOMENTUM, MP_OPT_ADAM };
+const char *mp_optimizer_name(enum mp_optimizer o);
+
+struct mp_tensor {
+	const char *name;
+	uint64_t bytes;
+	enum mp_tensor_kind kind;
+	int32_t producer;   /* first op writing it; -1: resident at iteration start */
+	int32_t layer;      /* layer it belongs to, -1 for explicit tensors */
+	enum mp_dtype dtype;
+};
+
+/* An alternative implementation of an op (e.g. a cuDNN conv algorithm). */
+struct mp_algo {
+	const char *name;
+	uint64_t workspace_bytes;
+	double ms;
+};
+
+struct mp_op {
+	const char *name;      /* "conv1.fwd", "conv1.bwd", "conv1.update" */
+	enum mp_phase phase;
+	enum mp_layer_type type;
+	int32_t layer;         /* -1 for explicit ops */
+	double ms;             /* default implementation */
+	uint32_t n_in, n_out;
+	int32_t *in;           /* [n_in] distinct tensor ids read */
+	int32_t *out;          /* [n_out] distinct tensor ids written */
+	int32_t ws;            /* workspace tensor (default impl), -1 if none */
+	uint32_t n_algos;
+	struct mp_algo *algos; /* [n_algos], this op's phase */
+	int32_t fwd;           /* backward op: its forward op; else -1 */
+	bool recomputable;     /* forward op that may be re-run to rebuild outputs */
+	uint32_t index;        /* position in file order, for deterministic routes */
+};
+
+struct mp_layer {
+	const char *name;
+	enum mp_layer_type type;
+	uint32_t n_inputs;
+	int32_t *inputs;       /* [n_inputs] layer ids */
+	int32_t out;           /* output tensor (aliases input's if in place) */
+	int32_t fwd_op, bwd_op, upd_op; /* -1 when absent */
+	bool inplace;
+};
+
+struct mp_net {
+	const char *name;
+	const char *time_source;  /* "measured", "roofline:v100-16g", ... or NULL */
+	enum mp_dtype dtype;
+	enum mp_optimizer optimizer;
+	bool has_device;
+	struct mp_device device;
+	uint32_t n_tensors, n_ops, n_layers;
+	struct mp_tensor *tensors; /* [n_tensors] */
+	struct mp_op *ops;         /* [n_ops] */
+	struct mp_layer *layers;   /* [n_layers] */
+	uint32_t n_untimed;        /* layers/ops given no time (0 ms assumed) */
+	struct mp_arena arena;     /* names and small arrays */
+};
+
+/*
+ * Load and validate a memplan-net/1 file.  Returns a new Net (free with
+ * net_free) or NULL with *err holding "JSON.path: what was expected"; the
+ * caller prefixes the file name.  Never prints.
+ */
+struct mp_net *net_load_file(const char *path, struct mp_error *err);
+struct mp_net *net_load_json(json_t *root, struct mp_error *err);
+void net_free(struct mp_net *net);
+
+/* Bytes of a tensor kind summed over the net (checked: sizes are <= 1 PiB). */
+uint64_t net_bytes_of_kind(const struct mp_net *net, enum mp_tensor_kind k);
+
+/* Number of parameter elements (parameter bytes over each one's dtype). */
+uint64_t net_param_count(const struct mp_net *net);
+
+/* Tensor id by name, -1 if none (O(n); for tests and tools, not hot paths). */
+int32_t net_find_tensor(const struct mp_net *net, const char *name);
+int32_t net_find_op(const struct mp_net *net, const char *name);
+
+#endif

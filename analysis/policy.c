@@ -1,0 +1,450 @@
+/*
+ * Fixed strategies (SuperNeurons 3.2-3.4) as schedules.  baseline and liveness
+ * are direct; offload and recompute choose swaps and recompute entries, then
+ * the generic emitter (sched.c) derives every alloc and free.  Cost-aware
+ * recomputation: per segment between checkpoints, speed-centric when its
+ * memory stays under l_peak, memory-centric otherwise.  O(n) in ops and tensor
+ * uses, plus the recompute entries emitted.
+ */
+#include "policy.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const strat_names[MP_STRAT__COUNT] = {
+	"baseline", "liveness", "offload", "recompute",
+};
+
+const char *mp_strategy_name(enum mp_strategy s)
+{
+	return s < MP_STRAT__COUNT ? strat_names[s] : "?";
+}
+
+int mp_strategy_parse(const char *s)
+{
+	for (int i = 0; i < MP_STRAT__COUNT; i++)
+		if (!strcmp(s, strat_names[i]))
+			return i;
+	return -1;
+}
+
+void policy_opts_default(struct mp_policy_opts *o)
+{
+	o->checkpoints = 1u << MP_L_CONV;
+}
+
+uint64_t policy_op_bytes(const struct mp_net *net, int32_t o)
+{
+	const struct mp_op *op = &net->ops[o];
+	uint64_t b = 0, ws = sched_ws_bytes(net, o, -1);
+
+	for (uint32_t k = 0; k < op->n_in; k++)
+		b += net->tensors[op->in[k]].bytes;
+	for (uint32_t k = 0; k < op->n_out; k++) {
+		int32_t t = op->out[k];
+		int also_in = 0;
+
+		for (uint32_t j = 0; j < op->n_in; j++)
+			also_in |= op->in[j] == t;
+		if (!also_in)
+			b += net->tensors[t].bytes;
+	}
+	for (uint32_t a = 0; a < op->n_algos; a++)
+		if (op->algos[a].workspace_bytes < ws)
+			ws = op->algos[a].workspace_bytes;
+	return b + ws;
+}
+
+void policy_layer_min(const struct mp_net *net, const struct mp_route *r,
+		      struct mp_layer_min *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->op = r->n ? r->op[0] : -1;
+	for (uint32_t i = 0; i < r->n; i++) {
+		uint64_t b = policy_op_bytes(net, r->op[i]);
+
+		if (b > out->bytes) {
+			out->bytes = b;
+			out->step = i;
+			out->op = r->op[i];
+		}
+	}
+}
+
+static void build_baseline(const struct mp_net *net, const struct mp_route *r,
+			   struct mp_schedule *out)
+{
+	for (uint32_t t = 0; t < net->n_tensors; t++)
+		sched_push(out, MP_ACT_ALLOC, -1, (int32_t)t, net->tensors[t].bytes);
+	for (uint32_t i = 0; i < r->n; i++)
+		sched_push(out, MP_ACT_COMPUTE, r->op[i], -1, 0);
+}
+
+static int is_checkpoint(const struct mp_net *net, const struct mp_policy_opts *o, int32_t op)
+{
+	return op >= 0 && (o->checkpoints >> net->ops[op].type) & 1;
+}
+
+/* Is tensor t swappable under the checkpoint rule: written in forward by a
+ * checkpoint op, not resident for the whole iteration. */
+static int ckpt_tensor(const struct mp_net *net, const struct mp_policy_opts *o, int32_t t)
+{
+	const struct mp_tensor *x = &net->tensors[t];
+
+	return !sched_persistent(x) && x->kind != MP_TK_WORKSPACE &&
+	       net->ops[x->producer].phase == MP_PHASE_FWD && is_checkpoint(net, o, x->producer);
+}
+
+/*
+ * Swaps for checkpoint tensors on a compute sequence whose backward begins at
+ * entry bwd: out after the last forward touch, in at the last checkpoint
+ * backward entry before the first backward touch (one checkpoint ahead), wait
+ * before that touch.  Returns the count; *swaps is malloc'd.
+ */
+static uint32_t checkpoint_swaps(const struct mp_net *net, const struct mp_policy_opts *o,
+				 const struct mp_entry *e, uint32_t n_e, uint32_t bwd,
+				 struct mp_swap **swaps)
+{
+	uint32_t nt = net->n_tensors, n = 0;
+	int64_t *last_fwd = mp_xmalloc(nt * sizeof(*last_fwd)), *first_bwd = mp_xmalloc(nt * sizeof(*first_bwd));
+	int64_t *prev_ckpt = mp_xmalloc((n_e + 1) * sizeof(*prev_ckpt));
+
+	for (uint32_t t = 0; t < nt; t++)
+		last_fwd[t] = first_bwd[t] = -1;
+	for (uint32_t i = 0; i < n_e; i++) {
+		const struct mp_op *op = &net->ops[e[i].op];
+
+		for (int pass = 0; pass < 2; pass++)
+			for (uint32_t k = 0; k < (pass ? op->n_out : op->n_in); k++) {
+				int32_t t = pass ? op->out[k] : op->in[k];
+
+				if (i < bwd)
+					last_fwd[t] = i;
+				else if (first_bwd[t] < 0)
+					first_bwd[t] = i;
+			}
+	}
+	/* prev_ckpt[i]: latest checkpoint backward entry strictly before i */
+	prev_ckpt[bwd < n_e ? bwd : n_e] = -1;
+	for (uint32_t i = bwd; i < n_e; i++)
+		prev_ckpt[i + 1] = (!e[i].recompute && net->ops[e[i].op].phase == MP_PHASE_BWD &&
+				    is_checkpoint(net, o, net->ops[e[i].op].fwd)) ? (int64_t)i : prev_ckpt[i];
+	*swaps = mp_xmalloc((nt + 1) * sizeof(**swaps));
+	for (uint32_t t = 0; t < nt; t++) {
+		int64_t a = last_fwd[t], u = first_bwd[t], p;
+
+		if (a < 0 || u < 0 || !ckpt_tensor(net, o, (int32_t)t))
+			continue;
+		p = prev_ckpt[u];
+		if (p < (int64_t)bwd)
+			p = bwd;
+		(*swaps)[n++] = (struct mp_swap){ (int32_t)t, (uint32_t)a, (uint32_t)p, (uint32_t)u };
+	}
+	free(last_fwd);
+	free(first_bwd);
+	free(prev_ckpt);
+	return n;
+}
+
+static struct mp_entry *route_entries(const struct mp_route *r, uint32_t extra)
+{
+	struct mp_entry *e = mp_xmalloc((r->n + extra + 1) * sizeof(*e));
+
+	for (uint32_t i = 0; i < r->n; i++)
+		e[i] = (struct mp_entry){ r->op[i], false, -1 };
+	return e;
+}
+
+/* Forward writers of each tensor, in route order (CSR). */
+struct writers {
+	uint32_t *start, *list;
+};
+
+static void writers_build(const struct mp_net *net, const struct mp_route *r, struct writers *w)
+{
+	uint32_t nt = net->n_tensors, *fill;
+
+	w->start = mp_xcalloc(nt + 2, sizeof(*w->start));
+	for (uint32_t i = 0; i < r->n_fwd; i++) {
+		const struct mp_op *op = &net->ops[r->op[i]];
+
+		for (uint32_t k = 0; k < op->n_out; k++)
+			w->start[op->out[k] + 1]++;
+	}
+	for (uint32_t t = 0; t < nt; t++)
+		w->start[t + 1] += w->start[t];
+	w->list = mp_xmalloc((w->start[nt] + 1) * sizeof(*w->list));
+	fill = mp_xcalloc(nt + 1, sizeof(*fill));
+	for (uint32_t i = 0; i < r->n_fwd; i++) {
+		const struct mp_op *op = &net->ops[r->op[i]];
+
+		for (uint32_t k = 0; k < op->n_out; k++) {
+			int32_t t = op->out[k];
+
+			w->list[w->start[t] + fill[t]++] = (uint32_t)r->op[i];
+		}
+	}
+	free(fill);
+}
+
+struct rc_frame {
+	int32_t t;
+	uint32_t wi, ki;
+};
+
+struct rc_state {
+	const struct mp_net *net;
+	struct writers w;
+	uint8_t *dropped, *avail, *temp, *on_stack;
+	int32_t *tmp_list;
+	uint32_t n_tmp;
+	struct mp_entry *e;
+	uint32_t n_e, cap_e;
+	struct rc_frame *stack;
+};
+
+static void push_entry(struct rc_state *S, int32_t op, bool re)
+{
+	mp_grow((void **)&S->e, &S->cap_e, S->n_e + 1, sizeof(*S->e));
+	S->e[S->n_e++] = (struct mp_entry){ op, re, -1 };
+}
+
+/* Recompute dropped tensor t and what it needs (post-order, iterative). */
+static void ensure(struct rc_state *S, int32_t target, bool temporary)
+{
+	const struct mp_net *net = S->net;
+	uint32_t sp = 0;
+
+	if (S->avail[target])
+		return;
+	S->stack[sp++] = (struct rc_frame){ target, 0, 0 };
+	S->on_stack[target] = 1;
+	while (sp) {
+		struct rc_frame *f = &S->stack[sp - 1];
+		int32_t t = f->t;
+
+		if (S->avail[t] || f->wi == S->w.start[t + 1] - S->w.start[t]) {
+			S->on_stack[t] = 0;
+			sp--;
+			continue;
+		}
+		const struct mp_op *op = &net->ops[S->w.list[S->w.start[t] + f->wi]];
+		int pushed = 0;
+
+		while (f->ki < op->n_in) {
+			int32_t x = op->in[f->ki++];
+
+			if (x != t && S->dropped[x] && !S->avail[x] && !S->on_stack[x]) {
+				S->on_stack[x] = 1;
+				S->stack[sp++] = (struct rc_frame){ x, 0, 0 };
+				pushed = 1;
+				break;
+			}
+		}
+		if (pushed)
+			continue;
+		push_entry(S, (int32_t)(op - net->ops), true);
+		f->wi++;
+		f->ki = 0;
+		if (f->wi == S->w.start[t + 1] - S->w.start[t]) {
+			/* every forward writer re-ran: t and its siblings are back */
+			for (uint32_t k = 0; k < op->n_out; k++) {
+				int32_t y = op->out[k];
+
+				if (S->dropped[y] && !S->avail[y]) {
+					S->avail[y] = 1;
+					if (temporary && !S->temp[y]) {
+						S->temp[y] = 1;
+						S->tmp_list[S->n_tmp++] = y;
+					}
+				}
+			}
+		}
+	}
+}
+
+static void build_recompute(const struct mp_net *net, const struct mp_route *r,
+			    const struct mp_policy_opts *o, struct mp_schedule *out,
+			    struct mp_recompute_info *info)
+{
+	uint32_t nt = net->n_tensors, n_seg;
+	struct rc_state S = { 0 };
+	struct mp_layer_min lmin;
+	uint32_t *seg_of_op = mp_xcalloc(net->n_ops + 1, sizeof(*seg_of_op));
+	uint32_t *seg_start, *seg_ops;
+	uint64_t *seg_bytes, *seg_lb;
+	uint8_t *speed;
+	struct mp_swap *swaps;
+	uint32_t n_swaps;
+
+	S.net = net;
+	writers_build(net, r, &S.w);
+	S.dropped = mp_xcalloc(nt, 1);
+	S.avail = mp_xcalloc(nt, 1);
+	S.temp = mp_xcalloc(nt, 1);
+	S.on_stack = mp_xcalloc(nt, 1);
+	S.tmp_list = mp_xmalloc((nt + 1) * sizeof(*S.tmp_list));
+	S.stack = mp_xmalloc((nt + 1) * sizeof(*S.stack));
+	/* segments: forward ops between consecutive checkpoints */
+	n_seg = 0;
+	for (uint32_t i = 0; i < r->n_fwd; i++) {
+		if (is_checkpoint(net, o, r->op[i]))
+			n_seg++;
+		seg_of_op[r->op[i]] = n_seg;
+	}
+	n_seg++;
+	/* forward ops of each segment, in route order (CSR) */
+	seg_start = mp_xcalloc(n_seg + 2, sizeof(*seg_start));
+	seg_ops = mp_xmalloc((r->n_fwd + 1) * sizeof(*seg_ops));
+	for (uint32_t i = 0; i < r->n_fwd; i++)
+		seg_start[seg_of_op[r->op[i]] + 1]++;
+	for (uint32_t sg = 0; sg < n_seg; sg++)
+		seg_start[sg + 1] += seg_start[sg];
+	{
+		uint32_t *f = mp_xcalloc(n_seg + 1, sizeof(*f));
+
+		for (uint32_t i = 0; i < r->n_fwd; i++) {
+			uint32_t sg = seg_of_op[r->op[i]];
+
+			seg_ops[seg_start[sg] + f[sg]++] = (uint32_t)r->op[i];
+		}
+		free(f);
+	}
+	/* dropped: saved for backward, written in forward only by recomputable,
+	 * non-checkpoint ops */
+	for (uint32_t i = r->n_fwd; i < r->n; i++) {
+		const struct mp_op *op = &net->ops[r->op[i]];
+
+		for (uint32_t k = 0; k < op->n_in; k++) {
+			int32_t t = op->in[k];
+			const struct mp_tensor *x = &net->tensors[t];
+			int ok = x->kind == MP_TK_ACTIVATION && !sched_persistent(x) &&
+				 S.w.start[t + 1] > S.w.start[t];
+
+			for (uint32_t j = S.w.start[t]; ok && j < S.w.start[t + 1]; j++) {
+				const struct mp_op *wop = &net->ops[S.w.list[j]];
+
+				ok = wop->recomputable && !is_checkpoint(net, o, (int32_t)S.w.list[j]);
+			}
+			if (ok)
+				S.dropped[t] = 1;
+		}
+	}
+	/* cost-aware choice per segment: sum of its dropped tensors plus the
+	 * largest backward op of the segment, against l_peak (SuperNeurons 3.4) */
+	policy_layer_min(net, r, &lmin);
+	seg_bytes = mp_xcalloc(n_seg, sizeof(*seg_bytes));
+	seg_lb = mp_xcalloc(n_seg, sizeof(*seg_lb));
+	speed = mp_xcalloc(n_seg, 1);
+	for (uint32_t t = 0; t < nt; t++)
+		if (S.dropped[t])
+			seg_bytes[seg_of_op[net->tensors[t].producer]] += net->tensors[t].bytes;
+	for (uint32_t i = r->n_fwd; i < r->n; i++) {
+		const struct mp_op *op = &net->ops[r->op[i]];
+
+		if (op->phase == MP_PHASE_BWD && op->fwd >= 0) {
+			uint32_t sg = seg_of_op[op->fwd];
+			uint64_t b = policy_op_bytes(net, r->op[i]);
+
+			if (b > seg_lb[sg])
+				seg_lb[sg] = b;
+		}
+	}
+	for (uint32_t sg = 0; sg < n_seg; sg++) {
+		if (!seg_bytes[sg])
+			continue;
+		speed[sg] = seg_bytes[sg] + seg_lb[sg] <= lmin.bytes;
+		if (info) {
+			if (speed[sg])
+				info->segments_speed++;
+			else
+				info->segments_memory++;
+		}
+	}
+	/* the sequence: forward as routed, then each backward op preceded by the
+	 * recomputation of what it reads and is not there */
+	for (uint32_t i = 0; i < r->n_fwd; i++)
+		push_entry(&S, r->op[i], false);
+	for (uint32_t i = r->n_fwd; i < r->n; i++) {
+		const struct mp_op *op = &net->ops[r->op[i]];
+
+		for (uint32_t k = 0; k < op->n_in; k++) {
+			int32_t t = op->in[k];
+			uint32_t sg;
+
+			if (!S.dropped[t] || S.avail[t])
+				continue;
+			sg = seg_of_op[net->tensors[t].producer];
+			if (speed[sg]) {
+				/* speed-centric: rebuild the whole segment once and keep it */
+				for (uint32_t j = seg_start[sg]; j < seg_start[sg + 1]; j++) {
+					const struct mp_op *f = &net->ops[seg_ops[j]];
+
+					for (uint32_t m = 0; m < f->n_out; m++)
+						if (S.dropped[f->out[m]] && !S.avail[f->out[m]] &&
+						    seg_of_op[net->tensors[f->out[m]].producer] == sg)
+							ensure(&S, f->out[m], false);
+				}
+			}
+			ensure(&S, t, !speed[sg]);
+		}
+		push_entry(&S, r->op[i], false);
+		/* memory-centric results are dropped again after their reader */
+		while (S.n_tmp) {
+			int32_t t = S.tmp_list[--S.n_tmp];
+
+			S.avail[t] = 0;
+			S.temp[t] = 0;
+		}
+	}
+	n_swaps = checkpoint_swaps(net, o, S.e, S.n_e, r->n_fwd, &swaps);
+	sched_emit(net, S.e, S.n_e, swaps, n_swaps, out);
+	if (info)
+		info->extra_ops = S.n_e - r->n;
+	free(swaps);
+	free(seg_of_op);
+	free(seg_start);
+	free(seg_ops);
+	free(seg_bytes);
+	free(seg_lb);
+	free(speed);
+	free(S.w.start);
+	free(S.w.list);
+	free(S.dropped);
+	free(S.avail);
+	free(S.temp);
+	free(S.on_stack);
+	free(S.tmp_list);
+	free(S.stack);
+	free(S.e);
+}
+
+void policy_build(const struct mp_net *net, const struct mp_route *r,
+		  enum mp_strategy s, const struct mp_policy_opts *o,
+		  struct mp_schedule *out, struct mp_recompute_info *info)
+{
+	struct mp_entry *e;
+	struct mp_swap *swaps = NULL;
+	uint32_t n_swaps = 0;
+
+	if (info)
+		memset(info, 0, sizeof(*info));
+	switch (s) {
+	case MP_STRAT_BASELINE:
+		build_baseline(net, r, out);
+		return;
+	case MP_STRAT_RECOMPUTE:
+		build_recompute(net, r, o, out, info);
+		return;
+	case MP_STRAT_LIVENESS:
+	case MP_STRAT_OFFLOAD:
+	default:
+		e = route_entries(r, 0);
+		if (s == MP_STRAT_OFFLOAD)
+			n_swaps = checkpoint_swaps(net, o, e, r->n, r->n_fwd, &swaps);
+		sched_emit(net, e, r->n, swaps, n_swaps, out);
+		free(e);
+		free(swaps);
+		return;
+	}
+}

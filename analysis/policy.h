@@ -1,0 +1,61 @@
+/*
+ * policy: the four fixed strategies of `memplan analyze`, each a function
+ * (Net, route, options) -> Schedule, all predicted by the one simulator:
+ *   baseline   every tensor its own memory for the whole iteration
+ *   liveness   allocate at the first write, free after the last read
+ *   offload    liveness + checkpoint outputs swapped out after their last
+ *              forward use, prefetched one checkpoint ahead (SuperNeurons 3.3.1)
+ *   recompute  offload + cost-aware recomputation of the other layers
+ *              (SuperNeurons 3.4)
+ * Also the layer-wise minimum l_peak.  Owns nothing beyond its outputs.
+ */
+#ifndef MP_POLICY_H
+#define MP_POLICY_H
+
+#include <stdint.h>
+
+#include "net.h"
+#include "route.h"
+#include "sched.h"
+
+enum mp_strategy {
+	MP_STRAT_BASELINE, MP_STRAT_LIVENESS, MP_STRAT_OFFLOAD, MP_STRAT_RECOMPUTE,
+	MP_STRAT__COUNT
+};
+const char *mp_strategy_name(enum mp_strategy s);
+int mp_strategy_parse(const char *s); /* -1 */
+
+struct mp_policy_opts {
+	uint32_t checkpoints; /* bit (1u << mp_layer_type): layers whose outputs are
+			       * offloaded and never recomputed; default conv */
+};
+void policy_opts_default(struct mp_policy_opts *o);
+
+/* What recomputation did, for reports. */
+struct mp_recompute_info {
+	uint32_t segments_speed, segments_memory;
+	uint32_t extra_ops;   /* recompute actions */
+};
+
+/*
+ * Build the schedule of one strategy into *out (initialised by the caller).
+ * info may be NULL.  Never fails on a routed net.
+ */
+void policy_build(const struct mp_net *net, const struct mp_route *r,
+		  enum mp_strategy s, const struct mp_policy_opts *o,
+		  struct mp_schedule *out, struct mp_recompute_info *info);
+
+/* The layer-wise minimum l_peak: the most memory any single op needs to run
+ * alone (the distinct tensors it reads and writes, plus the smallest workspace
+ * among its implementations).  No schedule at layer granularity goes below. */
+struct mp_layer_min {
+	uint64_t bytes;
+	uint32_t step;  /* route step */
+	int32_t op;
+};
+void policy_layer_min(const struct mp_net *net, const struct mp_route *r,
+		      struct mp_layer_min *out);
+/* Memory op needs alone, as above. */
+uint64_t policy_op_bytes(const struct mp_net *net, int32_t op);
+
+#endif

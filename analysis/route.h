@@ -1,0 +1,26 @@
+/*
+ * route: the execution order of one training iteration.  Forward ops, then
+ * backward ops, then optimizer ops; inside each phase SuperNeurons Alg. 1
+ * (depth-first, waiting at joins), deterministic.  Backward ops of layers are
+ * visited in reverse forward order, as in SuperNeurons Fig. 6.
+ */
+#ifndef MP_ROUTE_H
+#define MP_ROUTE_H
+
+#include <stdint.h>
+
+#include "net.h"
+
+struct mp_route {
+	uint32_t n;             /* steps: every op once */
+	int32_t *op;            /* [n] op id of each step, owned */
+	uint32_t *pos;          /* [n_ops] step of each op, owned */
+	uint32_t n_fwd, n_bwd, n_opt;
+};
+
+/* Build the route.  0, or -1 with *err (a cycle, names an op on it; a read
+ * of a tensor that only a later phase writes). */
+int route_build(const struct mp_net *net, struct mp_route *r, struct mp_error *err);
+void route_release(struct mp_route *r);
+
+#endif

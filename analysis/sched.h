@@ -1,0 +1,78 @@
+/*
+ * sched: the Schedule, memplan's one representation of every strategy: an
+ * ordered list of actions (compute, recompute, alloc, free, swap_out, swap_in,
+ * wait).  Owns the schedule array and the generic emitter that turns a compute
+ * sequence plus chosen swaps into actions with liveness-based alloc/free.
+ */
+#ifndef MP_SCHED_H
+#define MP_SCHED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "net.h"
+#include "route.h"
+
+enum mp_act_kind {
+	MP_ACT_COMPUTE, MP_ACT_RECOMPUTE, MP_ACT_ALLOC, MP_ACT_FREE,
+	MP_ACT_SWAP_OUT, MP_ACT_SWAP_IN, MP_ACT_WAIT,
+};
+const char *mp_act_name(enum mp_act_kind k);
+
+struct mp_action {
+	enum mp_act_kind kind;
+	int32_t op;        /* compute, recompute; else -1 */
+	int32_t tensor;    /* alloc, free, swap_*, wait; else -1 */
+	int32_t algo;      /* compute, recompute: index in op->algos, -1 default */
+	uint32_t micro;    /* compute, recompute: micro-batches, >= 1 */
+	uint64_t bytes;    /* alloc: bytes reserved (workspace follows the algo) */
+	/* filled by sim_run */
+	double start_ms, end_ms;
+	uint64_t resident_bytes; /* device bytes resident after this action */
+};
+
+struct mp_schedule {
+	uint32_t n, cap;
+	struct mp_action *a; /* [n], owned */
+};
+
+void sched_init(struct mp_schedule *s);
+void sched_release(struct mp_schedule *s);
+void sched_push(struct mp_schedule *s, enum mp_act_kind kind, int32_t op,
+		int32_t tensor, uint64_t bytes);
+
+/* Tensors resident for the whole iteration: parameters, optimizer state and
+ * inputs no op writes. */
+bool sched_persistent(const struct mp_tensor *t);
+
+/* One entry of a compute sequence: an op run at its route step, or re-run. */
+struct mp_entry {
+	int32_t op;
+	bool recompute;
+	int32_t algo;      /* -1: default implementation */
+};
+
+/* A tensor moved to host memory between two uses. */
+struct mp_swap {
+	int32_t tensor;
+	uint32_t out_after;  /* entry after which it is swapped out (its last use) */
+	uint32_t in_at;      /* entry before which its swap-in is issued */
+	uint32_t use_at;     /* entry that next reads it: a wait goes before it */
+};
+
+/*
+ * Emit the schedule for a compute sequence: persistent tensors allocated up
+ * front; every other tensor allocated before the entry that starts a
+ * generation of it (its first write, or a recompute) and freed after its last
+ * touch in that generation, unless a swap moves it out instead; workspace
+ * around its op; swap_in and wait where the swaps say.  O(entries + uses).
+ */
+void sched_emit(const struct mp_net *net, const struct mp_entry *e, uint32_t n_e,
+		const struct mp_swap *swaps, uint32_t n_swaps, struct mp_schedule *out);
+
+/* Workspace bytes of op under algo (-1: default). */
+uint64_t sched_ws_bytes(const struct mp_net *net, int32_t op, int32_t algo);
+/* Milliseconds of op under algo (-1: default). */
+double sched_op_ms(const struct mp_net *net, int32_t op, int32_t algo);
+
+#endif

@@ -1,0 +1,302 @@
+/*
+ * Event simulation of a Schedule (DESIGN.md "Simulator"; TENSILE IV-B Alg. 1
+ * generalised to three engines).  One pass issues actions in program order on
+ * their engines; memory events are produced in three streams (compute-ordered,
+ * h2d, d2h), each already sorted by time, and merged: O(actions).
+ */
+#include "sim.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { ST_ABSENT, ST_RESIDENT, ST_IN_FLIGHT, ST_HOST };
+
+struct event {
+	double t;
+	uint32_t seq;     /* action index * 2 + sub: program order at equal time */
+	int64_t delta;    /* bytes */
+	int32_t dlive;    /* tensors */
+	int32_t step;     /* compute end marker: its step; else -1 */
+	int32_t tensor;   /* memory events: the tensor; else -1 */
+};
+
+struct stream {
+	uint32_t n, cap;
+	struct event *ev;
+};
+
+static void emit(struct stream *s, double t, uint32_t seq, int64_t delta,
+		 int32_t dlive, int32_t step, int32_t tensor)
+{
+	mp_grow((void **)&s->ev, &s->cap, s->n + 1, sizeof(*s->ev));
+	s->ev[s->n++] = (struct event){ t, seq, delta, dlive, step, tensor };
+}
+
+static int before(const struct event *a, const struct event *b)
+{
+	return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+/* Three-way merge of streams each sorted by (time, seq). */
+struct merge {
+	struct stream *s[3];
+	uint32_t i[3];
+};
+
+static const struct event *merge_next(struct merge *m)
+{
+	int best = -1;
+
+	for (int k = 0; k < 3; k++)
+		if (m->i[k] < m->s[k]->n &&
+		    (best < 0 || before(&m->s[k]->ev[m->i[k]], &m->s[best]->ev[m->i[best]])))
+			best = k;
+	return best < 0 ? NULL : &m->s[best]->ev[m->i[best]++];
+}
+
+static const char *act_label(const struct mp_net *net, const struct mp_action *a, char *buf, size_t n)
+{
+	if (a->op >= 0)
+		snprintf(buf, n, "%s '%s'", mp_act_name(a->kind), net->ops[a->op].name);
+	else
+		snprintf(buf, n, "%s '%s'", mp_act_name(a->kind), net->tensors[a->tensor].name);
+	return buf;
+}
+
+int sim_run(const struct mp_net *net, const struct mp_device *dev,
+	    struct mp_schedule *s, struct mp_sim *out, struct mp_error *err)
+{
+	uint32_t nt = net->n_tensors;
+	uint8_t *st = mp_xcalloc(nt, 1), *done = mp_xcalloc(net->n_ops ? net->n_ops : 1, 1);
+	double *ready = mp_xcalloc(nt, sizeof(*ready));   /* device data ready */
+	double *host_ready = mp_xcalloc(nt, sizeof(*host_ready));
+	uint64_t *held = mp_xcalloc(nt, sizeof(*held));   /* bytes reserved */
+	struct stream cs = { 0 }, hs = { 0 }, ds = { 0 };
+	double tc = 0, th = 0, td = 0;
+	uint32_t step = 0;
+	char lab[300];
+	int rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	out->steps = mp_xcalloc(net->n_ops ? net->n_ops : 1, sizeof(*out->steps));
+	for (uint32_t i = 0; i < s->n; i++) {
+		struct mp_action *a = &s->a[i];
+		int32_t t = a->tensor;
+
+		if ((a->op >= 0 && (uint32_t)a->op >= net->n_ops) ||
+		    (a->op < 0 && (t < 0 || (uint32_t)t >= nt))) {
+			mp_error_set(err, "schedule[%u] %s: no such op or tensor", i, mp_act_name(a->kind));
+			goto out;
+		}
+		switch (a->kind) {
+		case MP_ACT_COMPUTE:
+		case MP_ACT_RECOMPUTE: {
+			const struct mp_op *op = &net->ops[a->op];
+			double ms;
+
+			if (a->algo >= (int32_t)op->n_algos || a->micro < 1) {
+				mp_error_set(err, "schedule[%u] %s: bad algorithm or micro-batch count", i, act_label(net, a, lab, sizeof(lab)));
+				goto out;
+			}
+			for (uint32_t k = 0; k < op->n_in; k++) {
+				int32_t x = op->in[k];
+
+				if (st[x] != ST_RESIDENT) {
+					mp_error_set(err, "schedule[%u] %s: reads '%s', which %s", i, act_label(net, a, lab, sizeof(lab)),
+						     net->tensors[x].name,
+						     st[x] == ST_IN_FLIGHT ? "is still being swapped in (no wait)" :
+						     st[x] == ST_HOST ? "is swapped out" : "is not resident");
+					goto out;
+				}
+			}
+			for (uint32_t k = 0; k < op->n_out; k++)
+				if (st[op->out[k]] != ST_RESIDENT) {
+					mp_error_set(err, "schedule[%u] %s: writes '%s', which is not allocated", i,
+						     act_label(net, a, lab, sizeof(lab)), net->tensors[op->out[k]].name);
+					goto out;
+				}
+			if (op->ws >= 0 && sched_ws_bytes(net, a->op, a->algo) > 0 &&
+			    (st[op->ws] != ST_RESIDENT || held[op->ws] < sched_ws_bytes(net, a->op, a->algo))) {
+				mp_error_set(err, "schedule[%u] %s: its workspace '%s' is not allocated", i,
+					     act_label(net, a, lab, sizeof(lab)), net->tensors[op->ws].name);
+				goto out;
+			}
+			if (a->kind == MP_ACT_COMPUTE) {
+				if (done[a->op]) {
+					mp_error_set(err, "schedule[%u] %s: op computed twice (use recompute)", i, act_label(net, a, lab, sizeof(lab)));
+					goto out;
+				}
+				done[a->op] = 1;
+			} else if (!op->recomputable) {
+				mp_error_set(err, "schedule[%u] %s: op cannot be recomputed", i, act_label(net, a, lab, sizeof(lab)));
+				goto out;
+			}
+			ms = sched_op_ms(net, a->op, a->algo);
+			a->start_ms = tc;
+			a->end_ms = tc + ms;
+			tc = a->end_ms;
+			for (uint32_t k = 0; k < op->n_out; k++)
+				ready[op->out[k]] = tc;
+			emit(&cs, a->start_ms, 2 * i, 0, 0, -1, -1);
+			if (a->kind == MP_ACT_COMPUTE) {
+				out->steps[step].op = a->op;
+				emit(&cs, a->end_ms, 2 * i + 1, 0, 0, (int32_t)step++, -1);
+				out->compute_ms += ms;
+			} else {
+				emit(&cs, a->end_ms, 2 * i + 1, 0, 0, -1, -1);
+				out->recompute_ms += ms;
+				out->n_recompute++;
+			}
+			break;
+		}
+		case MP_ACT_ALLOC:
+			if (st[t] != ST_ABSENT) {
+				mp_error_set(err, "schedule[%u] %s: already %s", i, act_label(net, a, lab, sizeof(lab)),
+					     st[t] == ST_HOST ? "on the host (swap it in)" : "allocated");
+				goto out;
+			}
+			st[t] = ST_RESIDENT;
+			held[t] = a->bytes;
+			a->start_ms = a->end_ms = tc;
+			emit(&cs, tc, 2 * i, (int64_t)a->bytes, 1, -1, t);
+			break;
+		case MP_ACT_FREE:
+			if (st[t] != ST_RESIDENT) {
+				mp_error_set(err, "schedule[%u] %s: not resident%s", i, act_label(net, a, lab, sizeof(lab)),
+					     st[t] == ST_IN_FLIGHT ? " (its swap-in was never waited for)" : "");
+				goto out;
+			}
+			st[t] = ST_ABSENT;
+			a->start_ms = a->end_ms = tc;
+			emit(&cs, tc, 2 * i, -(int64_t)held[t], -1, -1, t);
+			held[t] = 0;
+			break;
+		case MP_ACT_SWAP_OUT:
+			if (st[t] != ST_RESIDENT) {
+				mp_error_set(err, "schedule[%u] %s: not resident", i, act_label(net, a, lab, sizeof(lab)));
+				goto out;
+			}
+			a->start_ms = fmax(fmax(td, tc), ready[t]);
+			a->end_ms = a->start_ms + device_copy_ms(dev, net->tensors[t].bytes, false);
+			td = a->end_ms;
+			host_ready[t] = a->end_ms;
+			st[t] = ST_HOST;
+			out->d2h_bytes += net->tensors[t].bytes;
+			out->n_swap_out++;
+			emit(&ds, a->end_ms, 2 * i, -(int64_t)held[t], -1, -1, t);
+			held[t] = 0;
+			break;
+		case MP_ACT_SWAP_IN:
+			if (st[t] != ST_HOST) {
+				mp_error_set(err, "schedule[%u] %s: %s", i, act_label(net, a, lab, sizeof(lab)),
+					     st[t] == ST_ABSENT ? "was never swapped out" : "is already on the device");
+				goto out;
+			}
+			a->start_ms = fmax(fmax(th, tc), host_ready[t]);
+			a->end_ms = a->start_ms + device_copy_ms(dev, net->tensors[t].bytes, true);
+			th = a->end_ms;
+			ready[t] = a->end_ms;
+			st[t] = ST_IN_FLIGHT;
+			held[t] = net->tensors[t].bytes;
+			out->h2d_bytes += held[t];
+			out->n_swap_in++;
+			emit(&hs, a->start_ms, 2 * i, (int64_t)held[t], 1, -1, t);
+			break;
+		case MP_ACT_WAIT:
+			if (st[t] == ST_IN_FLIGHT) {
+				if (ready[t] > tc) {
+					out->stall_ms += ready[t] - tc;
+					tc = ready[t];
+				}
+				st[t] = ST_RESIDENT;
+			} else if (st[t] != ST_RESIDENT) {
+				mp_error_set(err, "schedule[%u] %s: nothing to wait for", i, act_label(net, a, lab, sizeof(lab)));
+				goto out;
+			}
+			a->start_ms = a->end_ms = tc;
+			emit(&cs, tc, 2 * i, 0, 0, -1, -1);
+			break;
+		}
+	}
+	if (step != net->n_ops) {
+		for (uint32_t o = 0; o < net->n_ops; o++)
+			if (!done[o]) {
+				mp_error_set(err, "schedule: op '%s' is never computed", net->ops[o].name);
+				break;
+			}
+		goto out;
+	}
+	out->n_steps = step;
+	out->time_ms = fmax(tc, fmax(th, td));
+	/* merge the three sorted streams; attribute each event to the step whose
+	 * compute ends at or after it */
+	{
+		struct merge m = { { &cs, &hs, &ds }, { 0, 0, 0 } };
+		const struct event *e;
+		uint32_t cur = 0, ord = 0, peak_ord = 0;
+		int64_t res = 0;
+		int32_t live = 0;
+		int cur_seen = 0, any = 0;
+
+		while ((e = merge_next(&m))) {
+			res += e->delta;
+			live += e->dlive;
+			MP_ASSERT(res >= 0 && live >= 0);
+			s->a[e->seq / 2].resident_bytes = (uint64_t)res;
+			if (!cur_seen || (uint64_t)res > out->steps[cur].bytes) {
+				out->steps[cur].bytes = (uint64_t)res;
+				out->steps[cur].live = (uint32_t)live;
+				cur_seen = 1;
+			}
+			if (!any || (uint64_t)res > out->peak_bytes) {
+				out->peak_bytes = (uint64_t)res;
+				out->peak_step = cur;
+				out->live_at_peak = (uint32_t)live;
+				out->peak_action = e->seq / 2;
+				peak_ord = ord;
+				any = 1;
+			}
+			ord++;
+			if (e->step >= 0 && cur + 1 < step) {
+				cur++;
+				cur_seen = 0;
+			}
+		}
+		/* replay to the peak to name the tensors resident there */
+		{
+			uint8_t *in = mp_xcalloc(nt, 1);
+
+			m = (struct merge){ { &cs, &hs, &ds }, { 0, 0, 0 } };
+			for (uint32_t k = 0; k <= peak_ord && (e = merge_next(&m)); k++)
+				if (e->tensor >= 0)
+					in[e->tensor] = e->dlive > 0;
+			out->peak_tensors = mp_xmalloc((out->live_at_peak + 1) * sizeof(int32_t));
+			for (uint32_t t = 0; t < nt; t++)
+				if (in[t] && out->n_peak_tensors < out->live_at_peak)
+					out->peak_tensors[out->n_peak_tensors++] = (int32_t)t;
+			free(in);
+		}
+	}
+	rc = 0;
+out:
+	free(st);
+	free(done);
+	free(ready);
+	free(host_ready);
+	free(held);
+	free(cs.ev);
+	free(hs.ev);
+	free(ds.ev);
+	if (rc < 0)
+		sim_release(out);
+	return rc;
+}
+
+void sim_release(struct mp_sim *sim)
+{
+	free(sim->steps);
+	free(sim->peak_tensors);
+	memset(sim, 0, sizeof(*sim));
+}
+

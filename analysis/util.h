@@ -1,0 +1,83 @@
+/*
+ * util: what every module shares and nothing else owns: the error value that
+ * each layer fills and prefixes (only cli/ prints it), checked 64-bit byte
+ * arithmetic, size parsing and printing, a bump arena, and a string map.
+ */
+#ifndef MP_UTIL_H
+#define MP_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* An error as a value: a library function that fails returns -1 or NULL and
+ * fills *err; callers may prefix context ("layers[3]: ") before cli prints. */
+struct mp_error {
+	char msg[1024];
+};
+
+void mp_error_set(struct mp_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void mp_error_prefix(struct mp_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* An invariant that stays checked in release builds and names file:line. */
+#define MP_ASSERT(c) \
+	((c) ? (void)0 : mp_assert_fail(#c, __FILE__, __LINE__))
+_Noreturn void mp_assert_fail(const char *what, const char *file, int line);
+
+/* malloc that never returns NULL: out of memory is an internal error (exit 4). */
+void *mp_xmalloc(size_t n);
+void *mp_xcalloc(size_t n, size_t size);
+void *mp_xrealloc(void *p, size_t n);
+char *mp_xstrdup(const char *s);
+/* Grow *p (an array of elem-sized items, capacity *cap) to hold need items. */
+void mp_grow(void **p, uint32_t *cap, uint32_t need, size_t elem);
+
+/* Checked arithmetic: 0 on success, -1 when the result would not fit. */
+static inline int mp_add_u64(uint64_t a, uint64_t b, uint64_t *out)
+{
+	return __builtin_add_overflow(a, b, out) ? -1 : 0;
+}
+static inline int mp_mul_u64(uint64_t a, uint64_t b, uint64_t *out)
+{
+	return __builtin_mul_overflow(a, b, out) ? -1 : 0;
+}
+
+/* The largest size memplan accepts for one tensor or budget: 1 PiB. Anything
+ * larger is a typo, not a network, and refusing it keeps sums far from 2^64. */
+#define MP_MAX_BYTES (UINT64_C(1) << 50)
+
+/*
+ * Parse a size: a non-negative integer or decimal with an optional binary
+ * suffix B, K, M, G, T, P (also KB/KiB, MB/MiB, GB/GiB, TB/TiB, PB/PiB: all
+ * powers of 1024, so "11G" = "11GB" = "11GiB" = 11 * 2^30).  Fractions are
+ * rounded down to whole bytes.  Returns 0, or -1 with *err saying why.
+ */
+int mp_parse_size(const char *s, uint64_t *out, struct mp_error *err);
+
+/* Format bytes for people: "886.4 MiB", "12.0 GiB", "512 B".  buf >= 32. */
+const char *mp_fmt_bytes(uint64_t bytes, char *buf, size_t n);
+
+/* Bump arena: many small allocations, one free.  Owned by whoever embeds it. */
+struct mp_arena {
+	struct mp_arena_chunk *head;
+};
+void *mp_arena_alloc(struct mp_arena *a, size_t n); /* zeroed, 16-aligned */
+char *mp_arena_strdup(struct mp_arena *a, const char *s);
+void mp_arena_release(struct mp_arena *a);
+
+/* String -> int32 map (open addressing).  Keys are borrowed, not copied. */
+struct mp_strmap {
+	uint32_t cap, n;
+	const char **key; /* [cap] */
+	int32_t *val;     /* [cap] */
+};
+void mp_strmap_init(struct mp_strmap *m);
+void mp_strmap_release(struct mp_strmap *m);
+/* Insert key -> val; returns the existing value (and changes nothing) if the
+ * key is present, else -1. */
+int32_t mp_strmap_put(struct mp_strmap *m, const char *key, int32_t val);
+int32_t mp_strmap_get(const struct mp_strmap *m, const char *key); /* -1 */
+
+#endif

@@ -1,0 +1,38 @@
+/*
+ * cli: the only module that prints.  One file per subcommand (cmd_*.c), the
+ * dispatch table in main.c, output writers in output.c.
+ */
+#ifndef MP_CLI_H
+#define MP_CLI_H
+
+#include <stdio.h>
+
+#include "../analysis/analyze.h"
+#include "../analysis/net.h"
+
+/* Exit status, memplan(1). */
+enum {
+	EXIT_OK = 0, EXIT_NO = 1, EXIT_BAD_INPUT = 2, EXIT_NO_GPU = 3, EXIT_INTERNAL = 4,
+};
+
+int cmd_check(int argc, char **argv);
+int cmd_analyze(int argc, char **argv);
+
+/* "memplan: <fmt>" on stderr; returns EXIT_BAD_INPUT for `return die_usage(..)`. */
+int cli_error(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Load a net, printing "memplan: FILE: path: what" on failure (NULL). */
+struct mp_net *cli_load_net(const char *path);
+
+enum cli_format { FMT_TABLE, FMT_CSV, FMT_JSON };
+/* Parse --format; -1 (after printing) on a bad value.  allow_csv for csv. */
+int cli_parse_format(const char *s, int allow_csv);
+
+/* output.c */
+void out_json(FILE *f, json_t *root);          /* dumps and decrefs root */
+/* Per-step curves of the strategies in show (bit per strategy) as SVG. */
+int out_svg_curves(const char *path, const struct mp_net *net,
+		   const struct mp_analysis *a, uint32_t show, struct mp_error *err);
+const char *out_step_phase(const struct mp_net *net, const struct mp_analysis *a, uint32_t step);
+
+#endif

@@ -1,0 +1,324 @@
+/*
+ * memplan analyze NET.json [--steps] [--format table|csv|json] [--svg FILE]
+ *   [--strategy LIST] [--device NAME|FILE] [--checkpoints TYPES]
+ * Per-strategy peak memory, where it occurs, predicted time and TENSILE's
+ * metrics; with --steps the per-step curves of SuperNeurons Fig. 10.
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage_text[] =
+	"usage: memplan analyze NET.json [--steps] [--format table|csv|json] [--svg FILE]\n"
+	"                        [--strategy baseline,liveness,offload,recompute]\n"
+	"                        [--device NAME|FILE] [--checkpoints conv,fc,...]\n";
+
+/* Split a comma list, calling f on each item; -1 on the first failure. */
+static int each_item(const char *list, int (*f)(const char *item, void *ctx), void *ctx)
+{
+	char *copy = mp_xstrdup(list), *save = NULL, *tok;
+	int rc = 0, any = 0;
+
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		any = 1;
+		if ((rc = f(tok, ctx)) < 0)
+			break;
+	}
+	free(copy);
+	if (!any && rc == 0)
+		rc = f("", ctx);
+	return rc;
+}
+
+static int add_strategy(const char *item, void *ctx)
+{
+	int s = mp_strategy_parse(item);
+
+	if (s < 0) {
+		cli_error(EXIT_BAD_INPUT, "--strategy: unknown strategy '%s' (baseline, liveness, offload, recompute)", item);
+		return -1;
+	}
+	*(uint32_t *)ctx |= 1u << s;
+	return 0;
+}
+
+static int add_checkpoint(const char *item, void *ctx)
+{
+	int t = mp_layer_type_parse(item);
+
+	if (t < 0) {
+		cli_error(EXIT_BAD_INPUT, "--checkpoints: unknown layer type '%s'", item);
+		return -1;
+	}
+	*(uint32_t *)ctx |= 1u << t;
+	return 0;
+}
+
+static const char *op_name(const struct mp_net *net, int32_t op)
+{
+	return op >= 0 ? net->ops[op].name : "-";
+}
+
+static json_t *strategy_json(const struct mp_net *net, const struct mp_strategy_result *r)
+{
+	const struct mp_sim *s = &r->sim;
+	json_t *o = json_object(), *pt = json_array();
+
+	json_object_set_new(o, "name", json_string(mp_strategy_name(r->strategy)));
+	json_object_set_new(o, "peak_bytes", json_integer((json_int_t)s->peak_bytes));
+	json_object_set_new(o, "peak_step", json_integer(s->peak_step + 1));
+	json_object_set_new(o, "peak_op", json_string(op_name(net, s->steps[s->peak_step].op)));
+	json_object_set_new(o, "live_tensors_at_peak", json_integer(s->live_at_peak));
+	json_object_set_new(o, "time_ms", json_real(s->time_ms));
+	json_object_set_new(o, "overhead", json_real(r->overhead));
+	json_object_set_new(o, "msr", json_real(r->msr));
+	json_object_set_new(o, "eor", json_real(r->eor));
+	json_object_set_new(o, "cbr", json_real(r->cbr));
+	json_object_set_new(o, "stall_ms", json_real(s->stall_ms));
+	json_object_set_new(o, "swap_out_bytes", json_integer((json_int_t)s->d2h_bytes));
+	json_object_set_new(o, "swap_in_bytes", json_integer((json_int_t)s->h2d_bytes));
+	json_object_set_new(o, "recomputed_ops", json_integer(s->n_recompute));
+	json_object_set_new(o, "recompute_ms", json_real(s->recompute_ms));
+	if (r->strategy == MP_STRAT_RECOMPUTE) {
+		json_object_set_new(o, "speed_centric_segments", json_integer(r->rinfo.segments_speed));
+		json_object_set_new(o, "memory_centric_segments", json_integer(r->rinfo.segments_memory));
+	}
+	for (uint32_t i = 0; i < s->n_peak_tensors; i++)
+		json_array_append_new(pt, json_string(net->tensors[s->peak_tensors[i]].name));
+	json_object_set_new(o, "tensors_at_peak", pt);
+	return o;
+}
+
+static void print_json(const char *file, const struct mp_net *net, const struct mp_analysis *a,
+		       uint32_t show, int steps)
+{
+	json_t *root = json_object(), *arr = json_array(), *dev = json_object();
+
+	(void)file;
+	json_object_set_new(root, "net", json_string(net->name));
+	json_object_set_new(root, "steps", json_integer(a->route.n));
+	json_object_set_new(root, "forward_steps", json_integer(a->route.n_fwd));
+	json_object_set_new(root, "backward_steps", json_integer(a->route.n_bwd));
+	json_object_set_new(root, "optimizer_steps", json_integer(a->route.n_opt));
+	json_object_set_new(root, "layer_min_bytes", json_integer((json_int_t)a->lmin.bytes));
+	json_object_set_new(root, "layer_min_step", json_integer(a->lmin.step + 1));
+	json_object_set_new(root, "layer_min_op", json_string(op_name(net, a->lmin.op)));
+	json_object_set_new(dev, "name", json_string(a->device.name));
+	json_object_set_new(dev, "h2d_gbps", json_real(a->device.h2d_gbps));
+	json_object_set_new(dev, "d2h_gbps", json_real(a->device.d2h_gbps));
+	json_object_set_new(dev, "latency_us", json_real(a->device.latency_us));
+	json_object_set_new(dev, "memory_bytes", json_integer((json_int_t)a->device.memory_bytes));
+	json_object_set_new(dev, "default", json_boolean(a->device.is_default));
+	json_object_set_new(root, "device", dev);
+	json_object_set_new(root, "time_source", net->time_source ? json_string(net->time_source) : json_null());
+	for (uint32_t i = 0; i < a->n; i++)
+		if (show & (1u << a->r[i].strategy))
+			json_array_append_new(arr, strategy_json(net, &a->r[i]));
+	json_object_set_new(root, "strategies", arr);
+	if (steps) {
+		json_t *ps = json_array();
+
+		for (uint32_t k = 0; k < a->route.n; k++) {
+			json_t *row = json_object(), *bytes = json_object(), *live = json_object();
+
+			json_object_set_new(row, "step", json_integer(k + 1));
+			json_object_set_new(row, "phase", json_string(out_step_phase(net, a, k)));
+			json_object_set_new(row, "op", json_string(net->ops[a->route.op[k]].name));
+			for (uint32_t i = 0; i < a->n; i++) {
+				if (!(show & (1u << a->r[i].strategy)))
+					continue;
+				json_object_set_new(bytes, mp_strategy_name(a->r[i].strategy),
+						    json_integer((json_int_t)a->r[i].sim.steps[k].bytes));
+				json_object_set_new(live, mp_strategy_name(a->r[i].strategy),
+						    json_integer(a->r[i].sim.steps[k].live));
+			}
+			json_object_set_new(row, "bytes", bytes);
+			json_object_set_new(row, "live_tensors", live);
+			json_array_append_new(ps, row);
+		}
+		json_object_set_new(root, "per_step", ps);
+	}
+	out_json(stdout, root);
+}
+
+static void print_csv(const struct mp_net *net, const struct mp_analysis *a, uint32_t show, int steps)
+{
+	if (steps) {
+		printf("step,phase,op");
+		for (uint32_t i = 0; i < a->n; i++)
+			if (show & (1u << a->r[i].strategy))
+				printf(",%s_bytes,%s_live", mp_strategy_name(a->r[i].strategy),
+				       mp_strategy_name(a->r[i].strategy));
+		printf("\n");
+		for (uint32_t k = 0; k < a->route.n; k++) {
+			printf("%u,%s,%s", k + 1, out_step_phase(net, a, k), net->ops[a->route.op[k]].name);
+			for (uint32_t i = 0; i < a->n; i++)
+				if (show & (1u << a->r[i].strategy))
+					printf(",%llu,%u", (unsigned long long)a->r[i].sim.steps[k].bytes,
+					       a->r[i].sim.steps[k].live);
+			printf("\n");
+		}
+		return;
+	}
+	printf("strategy,peak_bytes,peak_step,peak_op,live_tensors_at_peak,time_ms,overhead,msr,eor,cbr,swap_out_bytes,swap_in_bytes,recomputed_ops\n");
+	for (uint32_t i = 0; i < a->n; i++) {
+		const struct mp_strategy_result *r = &a->r[i];
+
+		if (!(show & (1u << r->strategy)))
+			continue;
+		printf("%s,%llu,%u,%s,%u,%.6g,%.6g,%.6g,%.6g,%.6g,%llu,%llu,%u\n", mp_strategy_name(r->strategy),
+		       (unsigned long long)r->sim.peak_bytes, r->sim.peak_step + 1,
+		       op_name(net, r->sim.steps[r->sim.peak_step].op), r->sim.live_at_peak,
+		       r->sim.time_ms, r->overhead, r->msr, r->eor, r->cbr,
+		       (unsigned long long)r->sim.d2h_bytes, (unsigned long long)r->sim.h2d_bytes,
+		       r->sim.n_recompute);
+	}
+}
+
+static void print_table(const struct mp_net *net, const struct mp_analysis *a, uint32_t show, int steps)
+{
+	char b1[32], b2[32];
+
+	printf("net '%s': %u layers, %u ops, %u steps (%u forward, %u backward, %u optimizer)\n",
+	       net->name, net->n_layers, net->n_ops, a->route.n, a->route.n_fwd, a->route.n_bwd, a->route.n_opt);
+	if (a->device.is_default)
+		printf("device: none given; default link %.0f GB/s each way, %.0f us per copy (PCIe 3.0 x16 pinned)\n",
+		       a->device.h2d_gbps, a->device.latency_us);
+	else
+		printf("device: %s, link %.1f GB/s to device, %.1f GB/s to host, %s memory\n", a->device.name,
+		       a->device.h2d_gbps, a->device.d2h_gbps, mp_fmt_bytes(a->device.memory_bytes, b1, sizeof(b1)));
+	printf("times: %s\n", net->time_source ? net->time_source : "as given in the file");
+	if (net->n_untimed)
+		printf("note: %u layers or ops give no time; 0 ms assumed\n", net->n_untimed);
+	printf("layer-wise minimum (l_peak): %s at step %u (%s)\n\n",
+	       mp_fmt_bytes(a->lmin.bytes, b1, sizeof(b1)), a->lmin.step + 1, op_name(net, a->lmin.op));
+	printf("%-10s %11s %6s  %-22s %5s %10s %9s %6s %6s %6s\n", "strategy", "peak", "step",
+	       "peak op", "live", "time ms", "overhead", "MSR", "EOR", "CBR");
+	for (uint32_t i = 0; i < a->n; i++) {
+		const struct mp_strategy_result *r = &a->r[i];
+
+		if (!(show & (1u << r->strategy)))
+			continue;
+		printf("%-10s %11s %6u  %-22s %5u %10.3f %8.1f%% %6.3f %6.3f %6.3f\n",
+		       mp_strategy_name(r->strategy), mp_fmt_bytes(r->sim.peak_bytes, b1, sizeof(b1)),
+		       r->sim.peak_step + 1, op_name(net, r->sim.steps[r->sim.peak_step].op),
+		       r->sim.live_at_peak, r->sim.time_ms, 100.0 * r->overhead, r->msr, r->eor, r->cbr);
+	}
+	for (uint32_t i = 0; i < a->n; i++) {
+		const struct mp_strategy_result *r = &a->r[i];
+
+		if (!(show & (1u << r->strategy)))
+			continue;
+		if (r->strategy == MP_STRAT_OFFLOAD || r->strategy == MP_STRAT_RECOMPUTE)
+			printf("\n%s: swapped %s out and %s in, compute stalled %.3f ms", mp_strategy_name(r->strategy),
+			       mp_fmt_bytes(r->sim.d2h_bytes, b1, sizeof(b1)), mp_fmt_bytes(r->sim.h2d_bytes, b2, sizeof(b2)),
+			       r->sim.stall_ms);
+		if (r->strategy == MP_STRAT_RECOMPUTE)
+			printf("; %u extra forward ops (%.3f ms), %u speed-centric and %u memory-centric segments",
+			       r->sim.n_recompute, r->sim.recompute_ms, r->rinfo.segments_speed, r->rinfo.segments_memory);
+	}
+	printf("\n");
+	if (!steps)
+		return;
+	printf("\n%5s %-9s %-22s", "step", "phase", "op");
+	for (uint32_t i = 0; i < a->n; i++)
+		if (show & (1u << a->r[i].strategy))
+			printf(" %11s %4s", mp_strategy_name(a->r[i].strategy), "live");
+	printf("\n");
+	for (uint32_t k = 0; k < a->route.n; k++) {
+		printf("%5u %-9s %-22s", k + 1, out_step_phase(net, a, k), net->ops[a->route.op[k]].name);
+		for (uint32_t i = 0; i < a->n; i++)
+			if (show & (1u << a->r[i].strategy))
+				printf(" %11s %4u", mp_fmt_bytes(a->r[i].sim.steps[k].bytes, b1, sizeof(b1)),
+				       a->r[i].sim.steps[k].live);
+		printf("\n");
+	}
+}
+
+int cmd_analyze(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "steps", no_argument, NULL, 's' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "svg", required_argument, NULL, 'g' },
+		{ "strategy", required_argument, NULL, 'S' },
+		{ "device", required_argument, NULL, 'd' },
+		{ "checkpoints", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int fmt = FMT_TABLE, steps = 0, c, rc = EXIT_OK;
+	const char *svg = NULL, *device_arg = NULL;
+	uint32_t show = 0, ckpt = 0;
+	struct mp_policy_opts popts;
+	struct mp_device dev;
+	struct mp_error err = { "" };
+	struct mp_analysis a;
+	struct mp_net *net;
+
+	policy_opts_default(&popts);
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			steps = 1;
+			break;
+		case 'f':
+			if ((fmt = cli_parse_format(optarg, 1)) < 0)
+				return EXIT_BAD_INPUT;
+			break;
+		case 'g':
+			svg = optarg;
+			break;
+		case 'S':
+			if (each_item(optarg, add_strategy, &show) < 0)
+				return EXIT_BAD_INPUT;
+			break;
+		case 'd':
+			device_arg = optarg;
+			break;
+		case 'c':
+			if (each_item(optarg, add_checkpoint, &ckpt) < 0)
+				return EXIT_BAD_INPUT;
+			popts.checkpoints = ckpt;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return EXIT_OK;
+		default:
+			cli_error(EXIT_BAD_INPUT, "analyze: unknown or incomplete option '%s'", argv[optind - 1]);
+			fputs(usage_text, stderr);
+			return EXIT_BAD_INPUT;
+		}
+	}
+	if (argc - optind != 1) {
+		fputs(usage_text, stderr);
+		return EXIT_BAD_INPUT;
+	}
+	if (!show)
+		show = (1u << MP_STRAT__COUNT) - 1;
+	if (device_arg && device_resolve(device_arg, &dev, &err) < 0)
+		return cli_error(EXIT_BAD_INPUT, "--device: %s", err.msg);
+	if (!(net = cli_load_net(argv[optind])))
+		return EXIT_BAD_INPUT;
+	if (analysis_run(net, device_arg ? &dev : NULL, show, &popts, &a, &err) < 0) {
+		rc = strncmp(err.msg, "internal error", 14) ? EXIT_BAD_INPUT : EXIT_INTERNAL;
+		cli_error(rc, "%s: %s", argv[optind], err.msg);
+		net_free(net);
+		return rc;
+	}
+	if (fmt == FMT_JSON)
+		print_json(argv[optind], net, &a, show, steps);
+	else if (fmt == FMT_CSV)
+		print_csv(net, &a, show, steps);
+	else
+		print_table(net, &a, show, steps);
+	if (svg && out_svg_curves(svg, net, &a, show, &err) < 0)
+		rc = cli_error(EXIT_BAD_INPUT, "--svg: %s", err.msg);
+	analysis_release(&a);
+	net_free(net);
+	return rc;
+}

@@ -1,0 +1,41 @@
+/*
+ * Helpers every subcommand shares: error printing and net loading.
+ */
+#include <stdarg.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cli_error(int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("memplan: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return status;
+}
+
+struct mp_net *cli_load_net(const char *path)
+{
+	struct mp_error err = { "" };
+	struct mp_net *net = net_load_file(path, &err);
+
+	if (!net)
+		cli_error(EXIT_BAD_INPUT, "%s: %s", path, err.msg);
+	return net;
+}
+
+int cli_parse_format(const char *s, int allow_csv)
+{
+	if (!strcmp(s, "table"))
+		return FMT_TABLE;
+	if (!strcmp(s, "json"))
+		return FMT_JSON;
+	if (allow_csv && !strcmp(s, "csv"))
+		return FMT_CSV;
+	cli_error(EXIT_BAD_INPUT, "--format: unknown format '%s' (table%s or json)", s, allow_csv ? ", csv" : "");
+	return -1;
+}

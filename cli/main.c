@@ -1,0 +1,49 @@
+/*
+ * memplan: plan GPU memory for training deep networks.  Dispatch only.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+#ifndef MEMPLAN_VERSION
+#define MEMPLAN_VERSION "0.1.0"
+#endif
+
+static const struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{ "analyze", cmd_analyze, "per-step memory under each strategy" },
+	{ "check", cmd_check, "validate a network file and summarise it" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: memplan <command> [options] [args]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\n'memplan <command> --help' shows a command's options; man memplan(1).\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_BAD_INPUT;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("memplan %s\n", MEMPLAN_VERSION);
+		return EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "memplan: '%s' is not a command (see 'memplan --help')\n", argv[1]);
+	return EXIT_BAD_INPUT;
+}
