@@ -8,7 +8,7 @@ CC      ?= cc
 CFLAGS  ?= -O2 -g
 # -Wno-format-truncation: JSON paths in messages are cut to fixed buffers on purpose
 WARN    := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wstrict-prototypes -Werror -Wno-format-truncation
-LIBS    := -ljansson -lm
+LIBS    := -ljansson -lglpk -lm
 ifdef SANITIZE
 CFLAGS  += -O1 -fno-omit-frame-pointer -fsanitize=$(SANITIZE) -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=$(SANITIZE)
@@ -18,8 +18,9 @@ BUILD   ?= build
 ANALYSIS := analysis/util.c analysis/jget.c analysis/device.c analysis/net.c \
 	    analysis/route.c analysis/sched.c analysis/sim.c analysis/policy.c \
 	    analysis/analyze.c
+PLAN     :=
 CLI      := cli/main.c cli/common.c cli/output.c cli/cmd_check.c cli/cmd_analyze.c
-LIB_OBJ  := $(ANALYSIS:%.c=$(BUILD)/%.o)
+LIB_OBJ  := $(ANALYSIS:%.c=$(BUILD)/%.o) $(PLAN:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI:%.c=$(BUILD)/%.o)
 UNIT     := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT:tests/unit/%.c=$(BUILD)/tests/%)
@@ -33,7 +34,7 @@ memplan: $(BUILD)/memplan
 $(BUILD)/memplan: $(CLI_OBJ) $(LIB_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
-$(BUILD)/%.o: %.c $(wildcard analysis/*.h cli/*.h)
+$(BUILD)/%.o: %.c $(wildcard analysis/*.h plan/*.h cli/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CFLAGS) -c -o $@ $<
 
