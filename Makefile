@@ -18,7 +18,7 @@ BUILD   ?= build
 ANALYSIS := analysis/util.c analysis/jget.c analysis/device.c analysis/net.c \
 	    analysis/route.c analysis/sched.c analysis/sim.c analysis/policy.c \
 	    analysis/analyze.c
-PLAN     :=
+PLAN     := plan/ucudnn.c
 CLI      := cli/main.c cli/common.c cli/output.c cli/cmd_check.c cli/cmd_analyze.c
 LIB_OBJ  := $(ANALYSIS:%.c=$(BUILD)/%.o) $(PLAN:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI:%.c=$(BUILD)/%.o)

@@ -10,6 +10,13 @@ int analysis_run(const struct mp_net *net, const struct mp_device *dev,
 		 uint32_t mask, const struct mp_policy_opts *opts,
 		 struct mp_analysis *out, struct mp_error *err)
 {
+	return analysis_run_ex(net, dev, mask, opts, 0, out, err);
+}
+
+int analysis_run_ex(const struct mp_net *net, const struct mp_device *dev,
+		    uint32_t mask, const struct mp_policy_opts *opts, int keep_schedules,
+		    struct mp_analysis *out, struct mp_error *err)
+{
 	memset(out, 0, sizeof(*out));
 	if (dev)
 		out->device = *dev;
@@ -35,6 +42,8 @@ int analysis_run(const struct mp_net *net, const struct mp_device *dev,
 			analysis_release(out);
 			return -1;
 		}
+		if (!keep_schedules)
+			sched_release(&r->sched);
 	}
 	for (uint32_t i = 0; i < out->n; i++) {
 		struct mp_strategy_result *r = &out->r[i];

@@ -43,6 +43,11 @@ struct mp_analysis {
 int analysis_run(const struct mp_net *net, const struct mp_device *dev,
 		 uint32_t mask, const struct mp_policy_opts *opts,
 		 struct mp_analysis *out, struct mp_error *err);
+/* As analysis_run; keep_schedules keeps each strategy's schedule (with the
+ * simulator's times) in r[i].sched instead of releasing it after simulation. */
+int analysis_run_ex(const struct mp_net *net, const struct mp_device *dev,
+		    uint32_t mask, const struct mp_policy_opts *opts, int keep_schedules,
+		    struct mp_analysis *out, struct mp_error *err);
 void analysis_release(struct mp_analysis *a);
 
 #endif

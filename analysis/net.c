@@ -7,6 +7,7 @@
  */
 #include "net.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,7 +116,25 @@ struct loader {
 	struct lspec *ls;        /* [n_layers] */
 	uint32_t cap_tensors, cap_ops;
 	struct mp_strmap tensor_names, op_names, layer_names;
+	/* Lowered names are unique by construction: layer names are, and no
+	 * generated suffix (.out, .dout, .paramK, .paramK.grad, .paramK.m, ...)
+	 * is a proper suffix of another.  The tensor and op maps are filled only
+	 * once explicit tensors or ops need lookups (maps_live). */
+	bool maps_live;
 };
+
+static void maps_start(struct loader *L)
+{
+	if (L->maps_live)
+		return;
+	L->maps_live = true;
+	mp_strmap_reserve(&L->tensor_names, L->net->n_tensors + 64);
+	mp_strmap_reserve(&L->op_names, L->net->n_ops + 64);
+	for (uint32_t i = 0; i < L->net->n_tensors; i++)
+		mp_strmap_put(&L->tensor_names, L->net->tensors[i].name, (int32_t)i);
+	for (uint32_t i = 0; i < L->net->n_ops; i++)
+		mp_strmap_put(&L->op_names, L->net->ops[i].name, (int32_t)i);
+}
 
 static int32_t add_tensor_dt(struct loader *L, const char *name, uint64_t bytes,
 			     enum mp_tensor_kind kind, int32_t layer, enum mp_dtype dt);
@@ -127,10 +146,11 @@ static void *arena_array(struct mp_net *net, size_t n, size_t elem)
 
 static const char *fmt_name(struct mp_net *net, const char *a, const char *b)
 {
-	size_t n = strlen(a) + strlen(b) + 1;
-	char *s = mp_arena_alloc(&net->arena, n);
+	size_t la = strlen(a), lb = strlen(b);
+	char *s = mp_arena_alloc(&net->arena, la + lb + 1);
 
-	snprintf(s, n, "%s%s", a, b);
+	memcpy(s, a, la);
+	memcpy(s + la, b, lb + 1);
 	return s;
 }
 
@@ -156,7 +176,7 @@ static int32_t add_tensor_dt(struct loader *L, const char *name, uint64_t bytes,
 	t->producer = -1;
 	t->layer = layer;
 	t->dtype = dt;
-	if (mp_strmap_put(&L->tensor_names, name, id) >= 0) {
+	if (L->maps_live && mp_strmap_put(&L->tensor_names, name, id) >= 0) {
 		net->n_tensors--;
 		return -1;
 	}
@@ -170,7 +190,7 @@ static struct mp_op *add_op(struct loader *L, const char *name, enum mp_phase ph
 	struct mp_op *op;
 
 	*id = (int32_t)net->n_ops;
-	if (mp_strmap_put(&L->op_names, name, *id) >= 0)
+	if (L->maps_live && mp_strmap_put(&L->op_names, name, *id) >= 0)
 		return NULL;
 	mp_grow((void **)&net->ops, &L->cap_ops, net->n_ops + 1, sizeof(*op));
 	op = &net->ops[net->n_ops++];
@@ -1229,6 +1249,7 @@ static int parse_layers(struct loader *L, json_t *arr)
 	}
 	n = (uint32_t)json_array_size(arr);
 	L->ls = mp_xcalloc(n ? n : 1, sizeof(*L->ls));
+	mp_strmap_reserve(&L->layer_names, n);
 	/* pass 1: names and types, so inputs may name any layer */
 	json_array_foreach(arr, i, obj) {
 		char path[64], p[256];
@@ -1398,6 +1419,8 @@ struct mp_net *net_load_json(json_t *root, struct mp_error *err)
 	}
 	if ((v = json_object_get(root, "layers")) && parse_layers(&L, v) < 0)
 		goto fail;
+	if (json_object_get(root, "tensors") || json_object_get(root, "ops"))
+		maps_start(&L);
 	if ((v = json_object_get(root, "tensors")) && parse_tensors(&L, v) < 0)
 		goto fail;
 	if ((v = json_object_get(root, "ops")) && parse_ops(&L, v) < 0)
@@ -1418,13 +1441,46 @@ fail:
 	return NULL;
 }
 
+/* Read a whole regular file: jansson's stream reader goes a byte at a time. */
+static char *slurp(const char *path, size_t *len, struct mp_error *err)
+{
+	FILE *f = fopen(path, "rb");
+	size_t cap = 1 << 16, n = 0, got;
+	char *buf;
+
+	if (!f) {
+		mp_error_set(err, "cannot open: %s", strerror(errno));
+		return NULL;
+	}
+	buf = mp_xmalloc(cap);
+	while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
+		n += got;
+		if (n == cap)
+			buf = mp_xrealloc(buf, cap *= 2);
+	}
+	if (ferror(f)) {
+		mp_error_set(err, "cannot read: %s", errno == EISDIR ? "is a directory" : strerror(errno));
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	fclose(f);
+	*len = n;
+	return buf;
+}
+
 struct mp_net *net_load_file(const char *path, struct mp_error *err)
 {
 	json_error_t jerr;
 	json_t *root;
 	struct mp_net *net;
+	size_t len;
+	char *buf = slurp(path, &len, err);
 
-	root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	if (!buf)
+		return NULL;
+	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	free(buf);
 	if (!root) {
 		if (jerr.line <= 0)
 			mp_error_set(err, "%s", jerr.text);

@@ -311,24 +311,45 @@ static void build_recompute(const struct mp_net *net, const struct mp_route *r,
 		free(f);
 	}
 	/* dropped: saved for backward, written in forward only by recomputable,
-	 * non-checkpoint ops */
-	for (uint32_t i = r->n_fwd; i < r->n; i++) {
-		const struct mp_op *op = &net->ops[r->op[i]];
+	 * non-checkpoint ops whose inputs are themselves dropped, resident, or
+	 * saved for backward anyway.  Rebuilding a tensor from an input that
+	 * would otherwise be dead by then only trades one tensor for another
+	 * (a non-in-place relu after a conv), so such tensors are kept.  One pass
+	 * in forward order decides, as inputs come before outputs. */
+	{
+		uint8_t *saved = mp_xcalloc(nt, 1);
 
-		for (uint32_t k = 0; k < op->n_in; k++) {
-			int32_t t = op->in[k];
-			const struct mp_tensor *x = &net->tensors[t];
-			int ok = x->kind == MP_TK_ACTIVATION && !sched_persistent(x) &&
-				 S.w.start[t + 1] > S.w.start[t];
+		for (uint32_t i = r->n_fwd; i < r->n; i++) {
+			const struct mp_op *op = &net->ops[r->op[i]];
 
-			for (uint32_t j = S.w.start[t]; ok && j < S.w.start[t + 1]; j++) {
-				const struct mp_op *wop = &net->ops[S.w.list[j]];
-
-				ok = wop->recomputable && !is_checkpoint(net, o, (int32_t)S.w.list[j]);
-			}
-			if (ok)
-				S.dropped[t] = 1;
+			for (uint32_t k = 0; k < op->n_in; k++)
+				saved[op->in[k]] = 1;
 		}
+		for (uint32_t i = 0; i < r->n_fwd; i++) {
+			const struct mp_op *fop = &net->ops[r->op[i]];
+
+			for (uint32_t m = 0; m < fop->n_out; m++) {
+				int32_t t = fop->out[m];
+				const struct mp_tensor *x = &net->tensors[t];
+				int ok = saved[t] && !S.dropped[t] && x->kind == MP_TK_ACTIVATION &&
+					 !sched_persistent(x) && S.w.list[S.w.start[t]] == (uint32_t)r->op[i];
+
+				for (uint32_t j = S.w.start[t]; ok && j < S.w.start[t + 1]; j++) {
+					const struct mp_op *wop = &net->ops[S.w.list[j]];
+
+					ok = wop->recomputable && !is_checkpoint(net, o, (int32_t)S.w.list[j]);
+					for (uint32_t k = 0; ok && k < wop->n_in; k++) {
+						int32_t in = wop->in[k];
+
+						ok = in == t || S.dropped[in] || saved[in] ||
+						     sched_persistent(&net->tensors[in]);
+					}
+				}
+				if (ok)
+					S.dropped[t] = 1;
+			}
+		}
+		free(saved);
 	}
 	/* cost-aware choice per segment: sum of its dropped tensors plus the
 	 * largest backward op of the segment, against l_peak (SuperNeurons 3.4) */

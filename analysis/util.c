@@ -281,6 +281,16 @@ static void strmap_rehash(struct mp_strmap *m, uint32_t cap)
 	free(oval);
 }
 
+void mp_strmap_reserve(struct mp_strmap *m, uint32_t n)
+{
+	uint32_t cap = 64;
+
+	while (cap < 2 * (uint64_t)n + 2 && cap < (1u << 31))
+		cap *= 2;
+	if (cap > m->cap)
+		strmap_rehash(m, cap);
+}
+
 int32_t mp_strmap_put(struct mp_strmap *m, const char *key, int32_t val)
 {
 	uint32_t i;

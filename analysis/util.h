@@ -75,6 +75,8 @@ struct mp_strmap {
 };
 void mp_strmap_init(struct mp_strmap *m);
 void mp_strmap_release(struct mp_strmap *m);
+/* Size the table for n keys up front (avoids rehashing big nets). */
+void mp_strmap_reserve(struct mp_strmap *m, uint32_t n);
 /* Insert key -> val; returns the existing value (and changes nothing) if the
  * key is present, else -1. */
 int32_t mp_strmap_put(struct mp_strmap *m, const char *key, int32_t val);

@@ -177,6 +177,34 @@ static void print_csv(const struct mp_net *net, const struct mp_analysis *a, uin
 	}
 }
 
+static const struct mp_net *sort_net;
+
+static int by_bytes_desc(const void *a, const void *b)
+{
+	uint64_t x = sort_net->tensors[*(const int32_t *)a].bytes, y = sort_net->tensors[*(const int32_t *)b].bytes;
+
+	if (x != y)
+		return x < y ? 1 : -1;
+	return *(const int32_t *)a - *(const int32_t *)b;
+}
+
+/* The five largest tensors resident at the peak, largest first. */
+static void print_top_tensors(const struct mp_net *net, const struct mp_sim *s)
+{
+	int32_t *ids = mp_xmalloc((s->n_peak_tensors + 1) * sizeof(*ids));
+	char b1[32];
+
+	memcpy(ids, s->peak_tensors, s->n_peak_tensors * sizeof(*ids));
+	sort_net = net;
+	qsort(ids, s->n_peak_tensors, sizeof(*ids), by_bytes_desc);
+	for (uint32_t k = 0; k < s->n_peak_tensors && k < 5; k++)
+		printf("%s%s %s", k ? ", " : "", net->tensors[ids[k]].name,
+		       mp_fmt_bytes(net->tensors[ids[k]].bytes, b1, sizeof(b1)));
+	if (s->n_peak_tensors > 5)
+		printf(", and %u more", s->n_peak_tensors - 5);
+	free(ids);
+}
+
 static void print_table(const struct mp_net *net, const struct mp_analysis *a, uint32_t show, int steps)
 {
 	char b1[32], b2[32];
@@ -194,23 +222,34 @@ static void print_table(const struct mp_net *net, const struct mp_analysis *a, u
 		printf("note: %u layers or ops give no time; 0 ms assumed\n", net->n_untimed);
 	printf("layer-wise minimum (l_peak): %s at step %u (%s)\n\n",
 	       mp_fmt_bytes(a->lmin.bytes, b1, sizeof(b1)), a->lmin.step + 1, op_name(net, a->lmin.op));
-	printf("%-10s %11s %6s  %-22s %5s %10s %9s %6s %6s %6s\n", "strategy", "peak", "step",
-	       "peak op", "live", "time ms", "overhead", "MSR", "EOR", "CBR");
+	printf("%-10s %10s %14s %6s  %-20s %5s %10s %9s %6s %6s %6s\n", "strategy", "peak", "peak bytes",
+	       "step", "peak op", "live", "time ms", "overhead", "MSR", "EOR", "CBR");
 	for (uint32_t i = 0; i < a->n; i++) {
 		const struct mp_strategy_result *r = &a->r[i];
 
 		if (!(show & (1u << r->strategy)))
 			continue;
-		printf("%-10s %11s %6u  %-22s %5u %10.3f %8.1f%% %6.3f %6.3f %6.3f\n",
+		printf("%-10s %10s %14llu %6u  %-20s %5u %10.3f %8.1f%% %6.3f %6.3f %6.3f\n",
 		       mp_strategy_name(r->strategy), mp_fmt_bytes(r->sim.peak_bytes, b1, sizeof(b1)),
-		       r->sim.peak_step + 1, op_name(net, r->sim.steps[r->sim.peak_step].op),
+		       (unsigned long long)r->sim.peak_bytes, r->sim.peak_step + 1, op_name(net, r->sim.steps[r->sim.peak_step].op),
 		       r->sim.live_at_peak, r->sim.time_ms, 100.0 * r->overhead, r->msr, r->eor, r->cbr);
+	}
+	printf("\nlargest tensors live at each peak:");
+	for (uint32_t i = 0; i < a->n; i++) {
+		const struct mp_strategy_result *r = &a->r[i];
+
+		if (!(show & (1u << r->strategy)))
+			continue;
+		printf("\n  %-10s ", mp_strategy_name(r->strategy));
+		print_top_tensors(net, &r->sim);
 	}
 	for (uint32_t i = 0; i < a->n; i++) {
 		const struct mp_strategy_result *r = &a->r[i];
 
 		if (!(show & (1u << r->strategy)))
 			continue;
+		if (r->strategy == MP_STRAT_OFFLOAD)
+			printf("\n");
 		if (r->strategy == MP_STRAT_OFFLOAD || r->strategy == MP_STRAT_RECOMPUTE)
 			printf("\n%s: swapped %s out and %s in, compute stalled %.3f ms", mp_strategy_name(r->strategy),
 			       mp_fmt_bytes(r->sim.d2h_bytes, b1, sizeof(b1)), mp_fmt_bytes(r->sim.h2d_bytes, b2, sizeof(b2)),
