@@ -101,7 +101,8 @@ struct lspec {
 	double ms[3];            /* fwd, bwd, update; <0: not given */
 	uint64_t ws_bytes;
 	uint32_t n_algos;
-	struct { const char *name; uint64_t ws; double ms[2]; } *algos;
+	struct { const char *name; uint64_t ws; double ms[2]; uint32_t batch; } *algos;
+	uint32_t batch;          /* first dimension of the shape; 1 without one */
 	unsigned saves;
 	bool inplace, pool_max, timed;
 	/* derived */
@@ -409,7 +410,7 @@ static int parse_params(struct loader *L, struct lspec *s, json_t *obj, const ch
 
 static int parse_algos(struct loader *L, struct lspec *s, json_t *v, const char *path)
 {
-	static const char *const keys[] = { "name", "workspace", "time", NULL };
+	static const char *const keys[] = { "name", "workspace", "time", "batch", NULL };
 	char p[256], q[300];
 	size_t i;
 	json_t *a;
@@ -434,9 +435,17 @@ static int parse_algos(struct loader *L, struct lspec *s, json_t *v, const char 
 		if (jget_string(x, jget_path(q, sizeof(q), p, "name"), &s->algos[i].name, L->err) < 0)
 			return -1;
 		s->algos[i].name = mp_arena_strdup(&L->net->arena, s->algos[i].name);
+		if ((x = json_object_get(a, "batch"))) {
+			int64_t b;
+
+			if (jget_int(x, jget_path(q, sizeof(q), p, "batch"), 1, s->batch, &b, L->err) < 0)
+				return -1;
+			s->algos[i].batch = b == (int64_t)s->batch ? 0 : (uint32_t)b;
+		}
 		for (size_t j = 0; j < i; j++)
-			if (!strcmp(s->algos[j].name, s->algos[i].name)) {
-				mp_error_set(L->err, "%s: duplicate algorithm '%s'", q, s->algos[i].name);
+			if (!strcmp(s->algos[j].name, s->algos[i].name) && s->algos[j].batch == s->algos[i].batch) {
+				mp_error_set(L->err, "%s.name: duplicate algorithm '%s'%s", p, s->algos[i].name,
+					     s->algos[i].batch ? " at this batch" : "");
 				return -1;
 			}
 		if ((x = json_object_get(a, "workspace")) &&
@@ -554,6 +563,7 @@ static int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 
 		if (parse_size_pair(L, obj, path, s->dtype, &s->out_bytes, &s->elems, dims, &nd) < 0)
 			return -1;
+		s->batch = nd >= 1 && dims[0] <= UINT32_MAX ? (uint32_t)dims[0] : 1;
 		/* saved statistics: two float32 per normalised channel (bn, NCHW),
 		 * per row (layernorm, attention's log-sum-exp); without a shape,
 		 * bounded by one byte in 64 of the output */
@@ -580,6 +590,10 @@ static int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 	if ((v = json_object_get(obj, "algos"))) {
 		if (parse_algos(L, s, v, jget_path(p, sizeof(p), path, "algos")) < 0)
 			return -1;
+		if (!s->timed && s->n_algos && s->algos[0].batch) {
+			mp_error_set(L->err, "%s.algos[0]: without a layer \"time\", the first algorithm is the default and must be for the whole batch", path);
+			return -1;
+		}
 		if (!s->timed && s->n_algos) {
 			/* no default implementation: the first algorithm is it */
 			s->ms[0] = s->algos[0].ms[0];
@@ -622,6 +636,14 @@ static int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 		mp_error_set(L->err, "%s.comment: expected a string", path);
 		return -1;
 	}
+	return 0;
+}
+
+static int lspec_algo_ws(const struct lspec *s)
+{
+	for (uint32_t k = 0; k < s->n_algos; k++)
+		if (s->algos[k].ws)
+			return 1;
 	return 0;
 }
 
@@ -828,7 +850,8 @@ static int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 			idl_add(&out, stats);
 		op->in = idl_commit(net, &in, &op->n_in);
 		op->out = idl_commit(net, &out, &op->n_out);
-		if (s->ws_bytes) {
+		op->batch = s->batch;
+		if (s->ws_bytes || lspec_algo_ws(s)) {
 			op->ws = add_tensor(L, fmt_name(net, nm, ".fwd.ws"), s->ws_bytes, MP_TK_WORKSPACE, (int32_t)i);
 			if (op->ws < 0)
 				goto dup_tensor;
@@ -840,7 +863,7 @@ static int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 		op->n_algos = 0;
 		for (uint32_t k = 0; k < s->n_algos; k++)
 			if (s->algos[k].ms[0] >= 0)
-				op->algos[op->n_algos++] = (struct mp_algo){ s->algos[k].name, s->algos[k].ws, s->algos[k].ms[0] };
+				op->algos[op->n_algos++] = (struct mp_algo){ s->algos[k].name, s->algos[k].ws, s->algos[k].ms[0], s->algos[k].batch };
 		if (!s->timed && s->type != MP_L_DATA && s->type != MP_L_RESHAPE)
 			net->n_untimed++;
 
@@ -924,7 +947,8 @@ static int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 			op = &net->ops[op_id];
 			op->in = idl_commit(net, &in, &op->n_in);
 			op->out = idl_commit(net, &out, &op->n_out);
-			if (s->ws_bytes) {
+			op->batch = s->batch;
+			if (s->ws_bytes || lspec_algo_ws(s)) {
 				op->ws = add_tensor(L, fmt_name(net, nm, ".bwd.ws"), s->ws_bytes, MP_TK_WORKSPACE, (int32_t)i);
 				if (op->ws < 0)
 					goto dup_tensor;
@@ -936,7 +960,7 @@ static int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 			op->n_algos = 0;
 			for (uint32_t k = 0; k < s->n_algos; k++)
 				if (s->algos[k].ms[1] >= 0)
-					op->algos[op->n_algos++] = (struct mp_algo){ s->algos[k].name, s->algos[k].ws, s->algos[k].ms[1] };
+					op->algos[op->n_algos++] = (struct mp_algo){ s->algos[k].name, s->algos[k].ws, s->algos[k].ms[1], s->algos[k].batch };
 
 			if (net->optimizer == MP_OPT_NONE || np == 0)
 				continue;
@@ -946,6 +970,7 @@ static int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 				goto dup_op;
 			ly->upd_op = op_id;
 			u->ms = s->ms[2] >= 0 ? s->ms[2] : 0;
+			u->batch = 1;
 			fop = &net->ops[ly->fwd_op];
 			j = 0;
 			for (uint32_t k = 0; k < fop->n_in; k++) {
@@ -1151,6 +1176,7 @@ static int parse_ops(struct loader *L, json_t *arr)
 			goto out;
 		}
 		op->index = L->net->n_layers * 3 + (uint32_t)i;
+		op->batch = 1;
 		op->recomputable = ph == MP_PHASE_FWD;
 		op->in = idl_commit(L->net, &in, &op->n_in);
 		op->out = idl_commit(L->net, &out, &op->n_out);
@@ -1220,6 +1246,18 @@ static int parse_ops(struct loader *L, json_t *arr)
 					goto out;
 				jget_path(p, sizeof(p), path, "algos");
 			}
+			if (op->ws < 0)
+				for (uint32_t j = 0; j < op->n_algos; j++)
+					if (op->algos[j].workspace_bytes) {
+						int32_t t = add_tensor(L, fmt_name(L->net, op->name, ".ws"), 0, MP_TK_WORKSPACE, -1);
+
+						if (t < 0) {
+							mp_error_set(L->err, "%s.algos: tensor name '%s.ws' is taken", path, op->name);
+							goto out;
+						}
+						L->net->ops[id].ws = t;
+						break;
+					}
 		}
 	}
 	rc = 0;

@@ -58,6 +58,7 @@ struct mp_algo {
 	const char *name;
 	uint64_t workspace_bytes;
 	double ms;
+	uint32_t batch;        /* micro-batch size measured at; 0: the op's batch */
 };
 
 struct mp_op {
@@ -75,6 +76,7 @@ struct mp_op {
 	int32_t fwd;           /* backward op: its forward op; else -1 */
 	bool recomputable;     /* forward op that may be re-run to rebuild outputs */
 	uint32_t index;        /* position in file order, for deterministic routes */
+	uint32_t batch;        /* samples (first dimension of the layer's shape), 1 if unknown */
 };
 
 struct mp_layer {

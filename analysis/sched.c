@@ -24,6 +24,7 @@ void sched_init(struct mp_schedule *s)
 void sched_release(struct mp_schedule *s)
 {
 	free(s->a);
+	free(s->micro);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -40,12 +41,14 @@ void sched_push(struct mp_schedule *s, enum mp_act_kind kind, int32_t op,
 	a->tensor = tensor;
 	a->algo = -1;
 	a->micro = 1;
+	a->micro_at = 0;
 	a->bytes = bytes;
 }
 
 bool sched_persistent(const struct mp_tensor *t)
 {
-	return t->kind == MP_TK_PARAM || t->kind == MP_TK_OPT_STATE || t->producer < 0;
+	return t->kind == MP_TK_PARAM || t->kind == MP_TK_OPT_STATE ||
+	       (t->producer < 0 && t->kind != MP_TK_WORKSPACE);
 }
 
 uint64_t sched_ws_bytes(const struct mp_net *net, int32_t op, int32_t algo)
@@ -62,6 +65,64 @@ double sched_op_ms(const struct mp_net *net, int32_t op, int32_t algo)
 	const struct mp_op *o = &net->ops[op];
 
 	return algo >= 0 ? o->algos[algo].ms : o->ms;
+}
+
+void sched_micro_cost(const struct mp_net *net, int32_t op, int32_t algo, uint32_t batch,
+		      double *ms, uint64_t *ws_bytes)
+{
+	const struct mp_op *o = &net->ops[op];
+	double full_ms = sched_op_ms(net, op, algo);
+	uint64_t full_ws = sched_ws_bytes(net, op, algo);
+	uint32_t B = o->batch ? o->batch : 1;
+
+	if (algo >= 0 && batch != B) {
+		/* an entry of the same algorithm measured at this micro-batch */
+		for (uint32_t k = 0; k < o->n_algos; k++)
+			if (o->algos[k].batch == batch && !strcmp(o->algos[k].name, o->algos[algo].name)) {
+				*ms = o->algos[k].ms;
+				*ws_bytes = o->algos[k].workspace_bytes;
+				return;
+			}
+	}
+	if (batch >= B) {
+		*ms = full_ms;
+		*ws_bytes = full_ws;
+		return;
+	}
+	/* scaled from the full batch: time and workspace proportional to samples */
+	*ms = full_ms * batch / B;
+	*ws_bytes = (uint64_t)((double)full_ws * batch / B);
+}
+
+void sched_action_cost(const struct mp_net *net, const struct mp_schedule *s,
+		       const struct mp_action *a, double *ms, uint64_t *ws_bytes)
+{
+	if (a->micro <= 1) {
+		*ms = sched_op_ms(net, a->op, a->algo);
+		*ws_bytes = sched_ws_bytes(net, a->op, a->algo);
+		return;
+	}
+	*ms = 0;
+	*ws_bytes = 0;
+	for (uint32_t k = 0; k < a->micro; k++) {
+		const struct mp_micro *m = &s->micro[a->micro_at + k];
+		double t;
+		uint64_t w;
+
+		sched_micro_cost(net, a->op, m->algo, m->batch, &t, &w);
+		*ms += t;
+		if (w > *ws_bytes)
+			*ws_bytes = w;
+	}
+}
+
+void sched_set_micro(struct mp_schedule *s, uint32_t i, const struct mp_micro *m, uint32_t n)
+{
+	mp_grow((void **)&s->micro, &s->cap_micro, s->n_micro + n, sizeof(*s->micro));
+	memcpy(s->micro + s->n_micro, m, n * sizeof(*m));
+	s->a[i].micro_at = s->n_micro;
+	s->a[i].micro = n;
+	s->n_micro += n;
 }
 
 /* Iterate the tensors an entry touches: inputs then outputs (no workspace). */

@@ -19,12 +19,21 @@ enum mp_act_kind {
 };
 const char *mp_act_name(enum mp_act_kind k);
 
+/* One micro-batch of a divided op (mu-cuDNN): its size and algorithm. */
+struct mp_micro {
+	uint32_t batch;
+	int32_t algo;      /* index in op->algos, -1 default */
+};
+
 struct mp_action {
 	enum mp_act_kind kind;
 	int32_t op;        /* compute, recompute; else -1 */
 	int32_t tensor;    /* alloc, free, swap_*, wait; else -1 */
 	int32_t algo;      /* compute, recompute: index in op->algos, -1 default */
-	uint32_t micro;    /* compute, recompute: micro-batches, >= 1 */
+	uint32_t micro;    /* compute, recompute: number of micro-batches; 1 = the
+			    * whole batch with algo; > 1 = the schedule's
+			    * micro[micro_at .. micro_at + micro) */
+	uint32_t micro_at;
 	uint64_t bytes;    /* alloc: bytes reserved (workspace follows the algo) */
 	/* filled by sim_run */
 	double start_ms, end_ms;
@@ -33,7 +42,9 @@ struct mp_action {
 
 struct mp_schedule {
 	uint32_t n, cap;
-	struct mp_action *a; /* [n], owned */
+	struct mp_action *a;     /* [n], owned */
+	uint32_t n_micro, cap_micro;
+	struct mp_micro *micro;  /* [n_micro], owned: micro-batch lists of actions */
 };
 
 void sched_init(struct mp_schedule *s);
@@ -74,5 +85,16 @@ void sched_emit(const struct mp_net *net, const struct mp_entry *e, uint32_t n_e
 uint64_t sched_ws_bytes(const struct mp_net *net, int32_t op, int32_t algo);
 /* Milliseconds of op under algo (-1: default). */
 double sched_op_ms(const struct mp_net *net, int32_t op, int32_t algo);
+/* Time and workspace of op with algo on a micro-batch of `batch` samples:
+ * the algorithm's entry measured at that batch size if the net has one,
+ * else its full-batch figures scaled by batch / op->batch (memplan-net(5)). */
+void sched_micro_cost(const struct mp_net *net, int32_t op, int32_t algo, uint32_t batch,
+		      double *ms, uint64_t *ws_bytes);
+/* Time and workspace of a compute or recompute action (micro-batches summed;
+ * workspace is the largest micro-batch's, reused in turn). */
+void sched_action_cost(const struct mp_net *net, const struct mp_schedule *s,
+		       const struct mp_action *a, double *ms, uint64_t *ws_bytes);
+/* Append a micro-batch list to action i (sets micro, micro_at). */
+void sched_set_micro(struct mp_schedule *s, uint32_t i, const struct mp_micro *m, uint32_t n);
 
 #endif

@@ -93,9 +93,11 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 		case MP_ACT_COMPUTE:
 		case MP_ACT_RECOMPUTE: {
 			const struct mp_op *op = &net->ops[a->op];
+			uint64_t ws;
 			double ms;
 
-			if (a->algo >= (int32_t)op->n_algos || a->micro < 1) {
+			if (a->algo >= (int32_t)op->n_algos || a->micro < 1 ||
+			    (a->micro > 1 && (uint64_t)a->micro_at + a->micro > s->n_micro)) {
 				mp_error_set(err, "schedule[%u] %s: bad algorithm or micro-batch count", i, act_label(net, a, lab, sizeof(lab)));
 				goto out;
 			}
@@ -116,10 +118,28 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 						     act_label(net, a, lab, sizeof(lab)), net->tensors[op->out[k]].name);
 					goto out;
 				}
-			if (op->ws >= 0 && sched_ws_bytes(net, a->op, a->algo) > 0 &&
-			    (st[op->ws] != ST_RESIDENT || held[op->ws] < sched_ws_bytes(net, a->op, a->algo))) {
+			sched_action_cost(net, s, a, &ms, &ws);
+			if (a->micro > 1) {
+				uint32_t sum = 0;
+
+				for (uint32_t k = 0; k < a->micro; k++) {
+					const struct mp_micro *m = &s->micro[a->micro_at + k];
+
+					if (m->algo >= (int32_t)op->n_algos || m->batch == 0) {
+						mp_error_set(err, "schedule[%u] %s: bad micro-batch", i, act_label(net, a, lab, sizeof(lab)));
+						goto out;
+					}
+					sum += m->batch;
+				}
+				if (sum != op->batch) {
+					mp_error_set(err, "schedule[%u] %s: micro-batches sum to %u, not the batch %u", i,
+						     act_label(net, a, lab, sizeof(lab)), sum, op->batch);
+					goto out;
+				}
+			}
+			if (ws > 0 && (op->ws < 0 || st[op->ws] != ST_RESIDENT || held[op->ws] < ws)) {
 				mp_error_set(err, "schedule[%u] %s: its workspace '%s' is not allocated", i,
-					     act_label(net, a, lab, sizeof(lab)), net->tensors[op->ws].name);
+					     act_label(net, a, lab, sizeof(lab)), op->ws >= 0 ? net->tensors[op->ws].name : "(none)");
 				goto out;
 			}
 			if (a->kind == MP_ACT_COMPUTE) {
@@ -132,7 +152,6 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 				mp_error_set(err, "schedule[%u] %s: op cannot be recomputed", i, act_label(net, a, lab, sizeof(lab)));
 				goto out;
 			}
-			ms = sched_op_ms(net, a->op, a->algo);
 			a->start_ms = tc;
 			a->end_ms = tc + ms;
 			tc = a->end_ms;
