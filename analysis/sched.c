@@ -6,6 +6,7 @@
  */
 #include "sched.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,46 +132,62 @@ void sched_set_micro(struct mp_schedule *s, uint32_t i, const struct mp_micro *m
 	for (uint32_t k_ = 0; k_ < (op)->n_out; k_++) { int32_t t = (op)->out[k_]; body } \
 } while (0)
 
+/* Per-entry lists of swap indices (CSR): by out_after, in_at or use_at. */
+struct swap_index {
+	uint32_t *start, *list;
+};
+
+static void swap_index_build(struct swap_index *x, const struct mp_swap *swaps, uint32_t n_swaps,
+			     uint32_t n_e, size_t field)
+{
+	uint32_t *fill = mp_xcalloc(n_e + 1, sizeof(*fill));
+
+	x->start = mp_xcalloc(n_e + 2, sizeof(*x->start));
+	x->list = mp_xmalloc((n_swaps + 1) * sizeof(*x->list));
+	for (uint32_t s = 0; s < n_swaps; s++) {
+		uint32_t at = *(const uint32_t *)((const char *)&swaps[s] + field);
+
+		if (at < n_e)
+			x->start[at + 1]++;
+	}
+	for (uint32_t i = 0; i <= n_e; i++)
+		x->start[i + 1] += x->start[i];
+	for (uint32_t s = 0; s < n_swaps; s++) {
+		uint32_t at = *(const uint32_t *)((const char *)&swaps[s] + field);
+
+		if (at < n_e)
+			x->list[x->start[at] + fill[at]++] = s;
+	}
+	free(fill);
+}
+
+static void swap_index_release(struct swap_index *x)
+{
+	free(x->start);
+	free(x->list);
+}
+
 void sched_emit(const struct mp_net *net, const struct mp_entry *e, uint32_t n_e,
 		const struct mp_swap *swaps, uint32_t n_swaps, struct mp_schedule *out)
 {
 	uint32_t nt = net->n_tensors;
 	uint8_t *later = mp_xcalloc(nt, 1), *resident = mp_xcalloc(nt, 1), *written = mp_xcalloc(nt, 1);
-	uint8_t *keep = mp_xcalloc(nt, 1);
-	int32_t *swap_of = mp_xmalloc(nt * sizeof(*swap_of));
-	/* last-touch marks: for entry i, the flat list of tensors to release after it */
+	uint8_t *keep = mp_xcalloc(nt, 1), *host_start = mp_xcalloc(nt, 1);
+	/* releases: for entry i, the tensors whose generation ends there (CSR,
+	 * filled in reverse entry order by the backward pass) */
 	uint32_t *rel_start = mp_xcalloc(n_e + 1, sizeof(*rel_start)), n_rel = 0, cap_rel = 0;
 	int32_t *rel = NULL;
-	/* per entry: swaps whose in_at / use_at is this entry (CSR) */
-	uint32_t *in_start = mp_xcalloc(n_e + 2, sizeof(*in_start));
-	uint32_t *use_start = mp_xcalloc(n_e + 2, sizeof(*use_start));
-	uint32_t *in_list = mp_xmalloc((n_swaps + 1) * sizeof(*in_list));
-	uint32_t *use_list = mp_xmalloc((n_swaps + 1) * sizeof(*use_list));
-	uint8_t *gen_start; /* flat per (entry, output): starts a generation */
+	struct swap_index by_out, by_in, by_use;
+	uint8_t *gen_start;
 	uint32_t *gs_start = mp_xcalloc(n_e + 1, sizeof(*gs_start));
 
-	for (uint32_t t = 0; t < nt; t++)
-		swap_of[t] = -1;
-	for (uint32_t s = 0; s < n_swaps; s++) {
-		swap_of[swaps[s].tensor] = (int32_t)s;
-		in_start[swaps[s].in_at + 1]++;
-		use_start[swaps[s].use_at + 1]++;
-	}
-	for (uint32_t i = 0; i <= n_e; i++) {
-		in_start[i + 1] += in_start[i];
-		use_start[i + 1] += use_start[i];
-	}
-	{
-		uint32_t *fi = mp_xcalloc(n_e + 1, sizeof(*fi)), *fu = mp_xcalloc(n_e + 1, sizeof(*fu));
-
-		for (uint32_t s = 0; s < n_swaps; s++) {
-			in_list[in_start[swaps[s].in_at] + fi[swaps[s].in_at]++] = s;
-			use_list[use_start[swaps[s].use_at] + fu[swaps[s].use_at]++] = s;
-		}
-		free(fi);
-		free(fu);
-	}
-	/* iteration outputs: parameter gradients nobody reads stay to the end */
+	swap_index_build(&by_out, swaps, n_swaps, n_e, offsetof(struct mp_swap, out_after));
+	swap_index_build(&by_in, swaps, n_swaps, n_e, offsetof(struct mp_swap, in_at));
+	swap_index_build(&by_use, swaps, n_swaps, n_e, offsetof(struct mp_swap, use_at));
+	for (uint32_t s = 0; s < n_swaps; s++)
+		if (swaps[s].out_after == MP_SWAP_NONE)
+			host_start[swaps[s].tensor] = 1;
+	/* persistent tensors and parameter gradients nobody reads stay resident */
 	for (uint32_t t = 0; t < nt; t++)
 		keep[t] = net->tensors[t].kind == MP_TK_PARAM_GRAD || sched_persistent(&net->tensors[t]);
 	for (uint32_t o = 0; o < net->n_ops; o++)
@@ -195,11 +212,11 @@ void sched_emit(const struct mp_net *net, const struct mp_entry *e, uint32_t n_e
 			written[t] = 1;
 		}
 	}
-	/* backward: last touch of each generation */
+	/* backward: last touch of each generation; a swap's use starts a new one */
 	for (uint32_t i = n_e; i-- > 0;) {
 		const struct mp_op *op = &net->ops[e[i].op];
-		uint32_t base = n_rel;
 
+		rel_start[i] = n_rel;
 		FOR_TOUCH(op, t, {
 			if (!later[t] && !keep[t]) {
 				mp_grow((void **)&rel, &cap_rel, n_rel + 1, sizeof(*rel));
@@ -210,74 +227,69 @@ void sched_emit(const struct mp_net *net, const struct mp_entry *e, uint32_t n_e
 		for (uint32_t k = 0; k < op->n_out; k++)
 			if (gen_start[gs_start[i] + k])
 				later[op->out[k]] = 0;
-		for (uint32_t u = use_start[i]; u < use_start[i + 1]; u++)
-			later[swaps[use_list[u]].tensor] = 0;
-		rel_start[i] = base; /* entries are filled in reverse; fixed below */
+		for (uint32_t u = by_use.start[i]; u < by_use.start[i + 1]; u++)
+			later[swaps[by_use.list[u]].tensor] = 0;
 	}
-	/* rel holds entries in reverse order: entry i's list is rel[rel_start[i] ..
-	 * rel_start[i-1]) with the end of entry n_e-1 at n_rel */
-	{
-		uint32_t *end = mp_xmalloc((n_e + 1) * sizeof(*end));
+	/* emit: entry i's releases are rel[rel_start[i] .. end of i) where the end
+	 * is where entry i-1's list begins (it was filled next) */
+	for (uint32_t t = 0; t < nt; t++)
+		if (sched_persistent(&net->tensors[t]) && !host_start[t]) {
+			sched_push(out, MP_ACT_ALLOC, -1, (int32_t)t, net->tensors[t].bytes);
+			resident[t] = 1;
+		}
+	for (uint32_t i = 0; i < n_e; i++) {
+		const struct mp_op *op = &net->ops[e[i].op];
+		uint32_t rel_end = i == 0 ? n_rel : rel_start[i - 1];
 
-		for (uint32_t i = 0; i < n_e; i++)
-			end[i] = i == 0 ? n_rel : rel_start[i - 1];
-		/* emit */
-		for (uint32_t t = 0; t < nt; t++)
-			if (sched_persistent(&net->tensors[t]) && swap_of[t] < 0) {
-				sched_push(out, MP_ACT_ALLOC, -1, (int32_t)t, net->tensors[t].bytes);
+		for (uint32_t s = by_in.start[i]; s < by_in.start[i + 1]; s++) {
+			int32_t t = swaps[by_in.list[s]].tensor;
+
+			sched_push(out, MP_ACT_SWAP_IN, -1, t, net->tensors[t].bytes);
+			resident[t] = 1;
+		}
+		for (uint32_t s = by_use.start[i]; s < by_use.start[i + 1]; s++)
+			sched_push(out, MP_ACT_WAIT, -1, swaps[by_use.list[s]].tensor, 0);
+		for (uint32_t k = 0; k < op->n_out; k++) {
+			int32_t t = op->out[k];
+
+			if (!resident[t] && gen_start[gs_start[i] + k]) {
+				sched_push(out, MP_ACT_ALLOC, -1, t, net->tensors[t].bytes);
 				resident[t] = 1;
 			}
-		for (uint32_t i = 0; i < n_e; i++) {
-			const struct mp_op *op = &net->ops[e[i].op];
+		}
+		if (op->ws >= 0)
+			sched_push(out, MP_ACT_ALLOC, -1, op->ws, sched_ws_bytes(net, e[i].op, e[i].algo));
+		sched_push(out, e[i].recompute ? MP_ACT_RECOMPUTE : MP_ACT_COMPUTE, e[i].op, -1, 0);
+		out->a[out->n - 1].algo = e[i].algo;
+		if (op->ws >= 0)
+			sched_push(out, MP_ACT_FREE, -1, op->ws, 0);
+		for (uint32_t s = by_out.start[i]; s < by_out.start[i + 1]; s++) {
+			int32_t t = swaps[by_out.list[s]].tensor;
 
-			for (uint32_t s = in_start[i]; s < in_start[i + 1]; s++) {
-				int32_t t = swaps[in_list[s]].tensor;
-
-				sched_push(out, MP_ACT_SWAP_IN, -1, t, net->tensors[t].bytes);
-				resident[t] = 1;
-			}
-			for (uint32_t s = use_start[i]; s < use_start[i + 1]; s++)
-				sched_push(out, MP_ACT_WAIT, -1, swaps[use_list[s]].tensor, 0);
-			for (uint32_t k = 0; k < op->n_out; k++) {
-				int32_t t = op->out[k];
-
-				if (!resident[t] && gen_start[gs_start[i] + k]) {
-					sched_push(out, MP_ACT_ALLOC, -1, t, net->tensors[t].bytes);
-					resident[t] = 1;
-				}
-			}
-			if (op->ws >= 0)
-				sched_push(out, MP_ACT_ALLOC, -1, op->ws, sched_ws_bytes(net, e[i].op, e[i].algo));
-			sched_push(out, e[i].recompute ? MP_ACT_RECOMPUTE : MP_ACT_COMPUTE, e[i].op, -1, 0);
-			out->a[out->n - 1].algo = e[i].algo;
-			if (op->ws >= 0)
-				sched_push(out, MP_ACT_FREE, -1, op->ws, 0);
-			for (uint32_t r = rel_start[i]; r < end[i]; r++) {
-				int32_t t = rel[r];
-				int32_t s = swap_of[t];
-
-				if (!resident[t])
-					continue;
-				if (s >= 0 && swaps[s].out_after == i)
-					sched_push(out, MP_ACT_SWAP_OUT, -1, t, 0);
-				else
-					sched_push(out, MP_ACT_FREE, -1, t, 0);
+			if (resident[t]) {
+				sched_push(out, MP_ACT_SWAP_OUT, -1, t, 0);
 				resident[t] = 0;
 			}
 		}
-		free(end);
+		for (uint32_t r = rel_start[i]; r < rel_end; r++) {
+			int32_t t = rel[r];
+
+			if (!resident[t])
+				continue; /* swapped out above */
+			sched_push(out, MP_ACT_FREE, -1, t, 0);
+			resident[t] = 0;
+		}
 	}
 	free(later);
 	free(resident);
 	free(written);
 	free(keep);
-	free(swap_of);
+	free(host_start);
 	free(rel_start);
 	free(rel);
-	free(in_start);
-	free(use_start);
-	free(in_list);
-	free(use_list);
+	swap_index_release(&by_out);
+	swap_index_release(&by_in);
+	swap_index_release(&by_use);
 	free(gen_start);
 	free(gs_start);
 }

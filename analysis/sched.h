@@ -63,7 +63,11 @@ struct mp_entry {
 	int32_t algo;      /* -1: default implementation */
 };
 
-/* A tensor moved to host memory between two uses. */
+/* A tensor moved to host memory between two uses.  A tensor may have several
+ * swaps (one per gap).  MP_SWAP_NONE: a persistent tensor that starts the
+ * iteration on the host (no swap-out; TENSILE's cross-iteration swapping), or
+ * one that ends it there (no swap-in). */
+#define MP_SWAP_NONE UINT32_MAX
 struct mp_swap {
 	int32_t tensor;
 	uint32_t out_after;  /* entry after which it is swapped out (its last use) */

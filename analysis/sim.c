@@ -68,6 +68,7 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 	    struct mp_schedule *s, struct mp_sim *out, struct mp_error *err)
 {
 	uint32_t nt = net->n_tensors;
+	uint8_t *swapped_once = mp_xcalloc(nt, 1);
 	uint8_t *st = mp_xcalloc(nt, 1), *done = mp_xcalloc(net->n_ops ? net->n_ops : 1, 1);
 	double *ready = mp_xcalloc(nt, sizeof(*ready));   /* device data ready */
 	double *host_ready = mp_xcalloc(nt, sizeof(*host_ready));
@@ -201,12 +202,17 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 			td = a->end_ms;
 			host_ready[t] = a->end_ms;
 			st[t] = ST_HOST;
+			swapped_once[t] = 1;
 			out->d2h_bytes += net->tensors[t].bytes;
 			out->n_swap_out++;
 			emit(&ds, a->end_ms, 2 * i, -(int64_t)held[t], -1, -1, t);
 			held[t] = 0;
 			break;
 		case MP_ACT_SWAP_IN:
+			/* parameters and optimizer state may live on the host between
+			 * iterations (TENSILE): their first swap-in needs no swap-out */
+			if (st[t] == ST_ABSENT && sched_persistent(&net->tensors[t]) && !swapped_once[t])
+				st[t] = ST_HOST;
 			if (st[t] != ST_HOST) {
 				mp_error_set(err, "schedule[%u] %s: %s", i, act_label(net, a, lab, sizeof(lab)),
 					     st[t] == ST_ABSENT ? "was never swapped out" : "is already on the device");
@@ -299,6 +305,7 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 	}
 	rc = 0;
 out:
+	free(swapped_once);
 	free(st);
 	free(done);
 	free(ready);
