@@ -80,6 +80,15 @@ static void build_baseline(const struct mp_net *net, const struct mp_route *r,
 		sched_push(out, MP_ACT_COMPUTE, r->op[i], -1, 0);
 }
 
+static uint32_t checkpoint_swaps(const struct mp_net *net, const struct mp_policy_opts *o,
+				 const struct mp_entry *e, uint32_t n_e, uint32_t bwd,
+				 struct mp_swap **swaps);
+
+int policy_is_checkpoint(const struct mp_net *net, const struct mp_policy_opts *o, int32_t op)
+{
+	return op >= 0 && (o->checkpoints >> net->ops[op].type) & 1;
+}
+
 static int is_checkpoint(const struct mp_net *net, const struct mp_policy_opts *o, int32_t op)
 {
 	return op >= 0 && (o->checkpoints >> net->ops[op].type) & 1;
@@ -101,6 +110,13 @@ static int ckpt_tensor(const struct mp_net *net, const struct mp_policy_opts *o,
  * backward entry before the first backward touch (one checkpoint ahead), wait
  * before that touch.  Returns the count; *swaps is malloc'd.
  */
+uint32_t policy_checkpoint_swaps(const struct mp_net *net, const struct mp_policy_opts *o,
+				 const struct mp_entry *e, uint32_t n_e, uint32_t bwd,
+				 struct mp_swap **swaps)
+{
+	return checkpoint_swaps(net, o, e, n_e, bwd, swaps);
+}
+
 static uint32_t checkpoint_swaps(const struct mp_net *net, const struct mp_policy_opts *o,
 				 const struct mp_entry *e, uint32_t n_e, uint32_t bwd,
 				 struct mp_swap **swaps)
@@ -263,9 +279,18 @@ static void ensure(struct rc_state *S, int32_t target, bool temporary)
 	}
 }
 
-static void build_recompute(const struct mp_net *net, const struct mp_route *r,
-			    const struct mp_policy_opts *o, struct mp_schedule *out,
-			    struct mp_recompute_info *info)
+/*
+ * The recompute sequence.  dropped == NULL: SuperNeurons' rule (tensors of
+ * non-checkpoint layers, decided below) with cost-aware segment modes; else
+ * the caller's dropped set, keep[t] saying whether a rebuilt tensor stays
+ * until its last use (speed-centric) or is dropped after its reader
+ * (memory-centric).  Returns the entries (malloc'd) and their count.
+ */
+static uint32_t recompute_core(const struct mp_net *net, const struct mp_route *r,
+			       const struct mp_policy_opts *o, const uint8_t *dropped_in,
+			       const uint8_t *keep_in, struct mp_entry **entries,
+			       struct mp_recompute_info *info, uint8_t *dropped_out,
+			       uint8_t *keep_out)
 {
 	uint32_t nt = net->n_tensors, n_seg;
 	struct rc_state S = { 0 };
@@ -274,9 +299,6 @@ static void build_recompute(const struct mp_net *net, const struct mp_route *r,
 	uint32_t *seg_start, *seg_ops;
 	uint64_t *seg_bytes, *seg_lb;
 	uint8_t *speed;
-	struct mp_swap *swaps;
-	uint32_t n_swaps;
-
 	S.net = net;
 	writers_build(net, r, &S.w);
 	S.dropped = mp_xcalloc(nt, 1);
@@ -309,6 +331,10 @@ static void build_recompute(const struct mp_net *net, const struct mp_route *r,
 			seg_ops[seg_start[sg] + f[sg]++] = (uint32_t)r->op[i];
 		}
 		free(f);
+	}
+	if (dropped_in) {
+		memcpy(S.dropped, dropped_in, nt);
+		goto decided;
 	}
 	/* dropped: saved for backward, written in forward only by recomputable,
 	 * non-checkpoint ops whose inputs are themselves dropped, resident, or
@@ -351,6 +377,7 @@ static void build_recompute(const struct mp_net *net, const struct mp_route *r,
 		}
 		free(saved);
 	}
+decided:
 	/* cost-aware choice per segment: sum of its dropped tensors plus the
 	 * largest backward op of the segment, against l_peak (SuperNeurons 3.4) */
 	policy_layer_min(net, r, &lmin);
@@ -371,7 +398,7 @@ static void build_recompute(const struct mp_net *net, const struct mp_route *r,
 				seg_lb[sg] = b;
 		}
 	}
-	for (uint32_t sg = 0; sg < n_seg; sg++) {
+	for (uint32_t sg = 0; sg < n_seg && !keep_in; sg++) {
 		if (!seg_bytes[sg])
 			continue;
 		speed[sg] = seg_bytes[sg] + seg_lb[sg] <= lmin.bytes;
@@ -396,6 +423,10 @@ static void build_recompute(const struct mp_net *net, const struct mp_route *r,
 			if (!S.dropped[t] || S.avail[t])
 				continue;
 			sg = seg_of_op[net->tensors[t].producer];
+			if (keep_in) {
+				ensure(&S, t, !keep_in[t]);
+				continue;
+			}
 			if (speed[sg]) {
 				/* speed-centric: rebuild the whole segment once and keep it */
 				for (uint32_t j = seg_start[sg]; j < seg_start[sg + 1]; j++) {
@@ -418,11 +449,15 @@ static void build_recompute(const struct mp_net *net, const struct mp_route *r,
 			S.temp[t] = 0;
 		}
 	}
-	n_swaps = checkpoint_swaps(net, o, S.e, S.n_e, r->n_fwd, &swaps);
-	sched_emit(net, S.e, S.n_e, swaps, n_swaps, out);
 	if (info)
 		info->extra_ops = S.n_e - r->n;
-	free(swaps);
+	*entries = S.e;
+	if (dropped_out)
+		memcpy(dropped_out, S.dropped, nt);
+	if (keep_out)
+		for (uint32_t t = 0; t < nt; t++)
+			keep_out[t] = S.dropped[t] && (keep_in ? keep_in[t] :
+						       speed[seg_of_op[net->tensors[t].producer]]);
 	free(seg_of_op);
 	free(seg_start);
 	free(seg_ops);
@@ -437,7 +472,40 @@ static void build_recompute(const struct mp_net *net, const struct mp_route *r,
 	free(S.on_stack);
 	free(S.tmp_list);
 	free(S.stack);
-	free(S.e);
+	return S.n_e;
+}
+
+uint32_t policy_recompute_seq(const struct mp_net *net, const struct mp_route *r,
+			      const uint8_t *dropped, const uint8_t *keep,
+			      struct mp_entry **entries)
+{
+	struct mp_policy_opts o;
+
+	policy_opts_default(&o);
+	return recompute_core(net, r, &o, dropped, keep, entries, NULL, NULL, NULL);
+}
+
+void policy_recompute_set(const struct mp_net *net, const struct mp_route *r,
+			  const struct mp_policy_opts *o, uint8_t *dropped, uint8_t *keep)
+{
+	struct mp_entry *e = NULL;
+
+	recompute_core(net, r, o, NULL, NULL, &e, NULL, dropped, keep);
+	free(e);
+}
+
+static void build_recompute(const struct mp_net *net, const struct mp_route *r,
+			    const struct mp_policy_opts *o, struct mp_schedule *out,
+			    struct mp_recompute_info *info)
+{
+	struct mp_entry *e = NULL;
+	struct mp_swap *swaps;
+	uint32_t n_e = recompute_core(net, r, o, NULL, NULL, &e, info, NULL, NULL), n_swaps;
+
+	n_swaps = checkpoint_swaps(net, o, e, n_e, r->n_fwd, &swaps);
+	sched_emit(net, e, n_e, swaps, n_swaps, out);
+	free(swaps);
+	free(e);
 }
 
 void policy_build(const struct mp_net *net, const struct mp_route *r,

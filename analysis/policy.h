@@ -45,6 +45,29 @@ void policy_build(const struct mp_net *net, const struct mp_route *r,
 		  enum mp_strategy s, const struct mp_policy_opts *o,
 		  struct mp_schedule *out, struct mp_recompute_info *info);
 
+/* Is op of a checkpoint layer type? */
+int policy_is_checkpoint(const struct mp_net *net, const struct mp_policy_opts *o, int32_t op);
+
+/* SuperNeurons' recompute choice for the recompute strategy: dropped[t] for
+ * tensors rebuilt in backward, keep[t] for those kept once rebuilt
+ * (speed-centric segments).  Both [n_tensors], caller-allocated. */
+void policy_recompute_set(const struct mp_net *net, const struct mp_route *r,
+			  const struct mp_policy_opts *o, uint8_t *dropped, uint8_t *keep);
+
+/* The route with recompute entries: before each backward op, the forward
+ * writers of the dropped tensors it reads that are not resident are re-run;
+ * keep[t] keeps a rebuilt tensor to its last use, else it is dropped again
+ * after its reader.  Returns the count; *entries malloc'd. */
+uint32_t policy_recompute_seq(const struct mp_net *net, const struct mp_route *r,
+			      const uint8_t *dropped, const uint8_t *keep,
+			      struct mp_entry **entries);
+
+/* Checkpoint swaps on a sequence whose backward starts at entry bwd (the
+ * offload strategy's rule).  Returns the count; *swaps malloc'd. */
+uint32_t policy_checkpoint_swaps(const struct mp_net *net, const struct mp_policy_opts *o,
+				 const struct mp_entry *e, uint32_t n_e, uint32_t bwd,
+				 struct mp_swap **swaps);
+
 /* The layer-wise minimum l_peak: the most memory any single op needs to run
  * alone (the distinct tensors it reads and writes, plus the smallest workspace
  * among its implementations).  No schedule at layer granularity goes below. */
