@@ -8,7 +8,7 @@ CC      ?= cc
 CFLAGS  ?= -O2 -g
 # -Wno-format-truncation: JSON paths in messages are cut to fixed buffers on purpose
 WARN    := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wstrict-prototypes -Werror -Wno-format-truncation
-LIBS    := -ljansson -lglpk -lm
+LIBS    := -ljansson -lglpk -lcrypto -lm
 ifdef SANITIZE
 CFLAGS  += -O1 -fno-omit-frame-pointer -fsanitize=$(SANITIZE) -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=$(SANITIZE)
@@ -17,9 +17,9 @@ BUILD   ?= build
 
 ANALYSIS := analysis/util.c analysis/jget.c analysis/device.c analysis/net.c \
 	    analysis/route.c analysis/sched.c analysis/sim.c analysis/policy.c \
-	    analysis/analyze.c
-PLAN     := plan/ucudnn.c
-CLI      := cli/main.c cli/common.c cli/output.c cli/cmd_check.c cli/cmd_analyze.c
+	    analysis/analyze.c analysis/zoo.c
+PLAN     := plan/ucudnn.c plan/arena.c plan/trace.c plan/planfile.c plan/engine.c plan/planner.c plan/superneurons.c plan/tfswap.c plan/tensile.c plan/convconf.c
+CLI      := cli/main.c cli/common.c cli/output.c cli/cmd_check.c cli/cmd_analyze.c cli/cmd_plan.c cli/cmd_gen.c cli/cmd_devices.c
 LIB_OBJ  := $(ANALYSIS:%.c=$(BUILD)/%.o) $(PLAN:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI:%.c=$(BUILD)/%.o)
 UNIT     := $(wildcard tests/unit/test_*.c)
@@ -66,3 +66,21 @@ bench: memplan
 
 clean:
 	rm -rf build build-san memplan
+
+# fuzz: libFuzzer on the loader and analysis (tests/fuzz/fuzz_net.c) for
+# FUZZ_SECONDS, seeded with tests/bad and examples; crashes land in build-fuzz/.
+# Needs clang with libFuzzer (Debian: clang, libclang-rt-14-dev).  FUZZ_FLAGS
+# adds compiler flags, e.g. -fno-sanitize=nonnull-attribute to step over a known bug.
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+FUZZ_FLAGS   ?=
+.PHONY: fuzz
+fuzz:
+	@command -v $(FUZZ_CC) >/dev/null || { echo "$(FUZZ_CC) not found, skipping fuzz"; exit 0; }; \
+	mkdir -p build-fuzz/corpus && \
+	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(FUZZ_FLAGS) \
+		-o build-fuzz/fuzz_net tests/fuzz/fuzz_net.c $(ANALYSIS) $(LIBS) && \
+	build-fuzz/fuzz_net -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+		-dict=tests/fuzz/net.dict -artifact_prefix=build-fuzz/ \
+		build-fuzz/corpus tests/bad examples

@@ -225,7 +225,8 @@ static int32_t *idl_commit(struct mp_net *net, struct idlist *l, uint32_t *n)
 {
 	int32_t *a = arena_array(net, l->n, sizeof(*a));
 
-	memcpy(a, l->v, l->n * sizeof(*a));
+	if (l->n)
+		memcpy(a, l->v, l->n * sizeof(*a));
 	*n = l->n;
 	l->n = 0;
 	return a;
@@ -1507,11 +1508,10 @@ static char *slurp(const char *path, size_t *len, struct mp_error *err)
 	return buf;
 }
 
-struct mp_net *net_load_file(const char *path, struct mp_error *err)
+json_t *mp_json_load_file(const char *path, struct mp_error *err)
 {
 	json_error_t jerr;
 	json_t *root;
-	struct mp_net *net;
 	size_t len;
 	char *buf = slurp(path, &len, err);
 
@@ -1524,9 +1524,31 @@ struct mp_net *net_load_file(const char *path, struct mp_error *err)
 			mp_error_set(err, "%s", jerr.text);
 		else
 			mp_error_set(err, "line %d, column %d: invalid JSON: %s", jerr.line, jerr.column, jerr.text);
-		return NULL;
 	}
+	return root;
+}
+
+struct mp_net *net_load_file_json(const char *path, json_t **root_out, struct mp_error *err)
+{
+	json_t *root = mp_json_load_file(path, err);
+	struct mp_net *net;
+
+	*root_out = NULL;
+	if (!root)
+		return NULL;
 	net = net_load_json(root, err);
+	if (net)
+		*root_out = root;
+	else
+		json_decref(root);
+	return net;
+}
+
+struct mp_net *net_load_file(const char *path, struct mp_error *err)
+{
+	json_t *root;
+	struct mp_net *net = net_load_file_json(path, &root, err);
+
 	json_decref(root);
 	return net;
 }

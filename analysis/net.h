@@ -111,6 +111,12 @@ struct mp_net {
  */
 struct mp_net *net_load_file(const char *path, struct mp_error *err);
 struct mp_net *net_load_json(json_t *root, struct mp_error *err);
+/* As net_load_file, also handing back the parsed JSON (*root: the caller's
+ * reference, NULL on failure). */
+struct mp_net *net_load_file_json(const char *path, json_t **root, struct mp_error *err);
+/* Read and parse a whole JSON file (duplicate keys rejected); NULL with
+ * *err ("line 3, column 14: invalid JSON: ...", or why it cannot be read). */
+json_t *mp_json_load_file(const char *path, struct mp_error *err);
 void net_free(struct mp_net *net);
 
 /* Bytes of a tensor kind summed over the net (checked: sizes are <= 1 PiB). */

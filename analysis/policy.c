@@ -343,13 +343,23 @@ static uint32_t recompute_core(const struct mp_net *net, const struct mp_route *
 	 * (a non-in-place relu after a conv), so such tensors are kept.  One pass
 	 * in forward order decides, as inputs come before outputs. */
 	{
-		uint8_t *saved = mp_xcalloc(nt, 1);
+		/* need[t]: first backward step reading t; interval[step]: the
+		 * number of checkpoint backward ops before it.  An offloaded input
+		 * is prefetched at the checkpoint before its first use, so
+		 * rebuilding t from it costs no extra residency only when both
+		 * first uses fall between the same two checkpoints. */
+		uint32_t *need = mp_xmalloc((nt + 1) * sizeof(*need));
+		uint32_t *interval = mp_xcalloc(r->n + 1, sizeof(*interval));
 
+		for (uint32_t t = 0; t < nt; t++)
+			need[t] = UINT32_MAX;
 		for (uint32_t i = r->n_fwd; i < r->n; i++) {
 			const struct mp_op *op = &net->ops[r->op[i]];
 
+			interval[i + 1] = interval[i] + (op->phase == MP_PHASE_BWD && is_checkpoint(net, o, op->fwd));
 			for (uint32_t k = 0; k < op->n_in; k++)
-				saved[op->in[k]] = 1;
+				if (need[op->in[k]] == UINT32_MAX)
+					need[op->in[k]] = i;
 		}
 		for (uint32_t i = 0; i < r->n_fwd; i++) {
 			const struct mp_op *fop = &net->ops[r->op[i]];
@@ -357,7 +367,7 @@ static uint32_t recompute_core(const struct mp_net *net, const struct mp_route *
 			for (uint32_t m = 0; m < fop->n_out; m++) {
 				int32_t t = fop->out[m];
 				const struct mp_tensor *x = &net->tensors[t];
-				int ok = saved[t] && !S.dropped[t] && x->kind == MP_TK_ACTIVATION &&
+				int ok = need[t] != UINT32_MAX && !S.dropped[t] && x->kind == MP_TK_ACTIVATION &&
 					 !sched_persistent(x) && S.w.list[S.w.start[t]] == (uint32_t)r->op[i];
 
 				for (uint32_t j = S.w.start[t]; ok && j < S.w.start[t + 1]; j++) {
@@ -366,16 +376,23 @@ static uint32_t recompute_core(const struct mp_net *net, const struct mp_route *
 					ok = wop->recomputable && !is_checkpoint(net, o, (int32_t)S.w.list[j]);
 					for (uint32_t k = 0; ok && k < wop->n_in; k++) {
 						int32_t in = wop->in[k];
+						int moved = S.dropped[in] || ckpt_tensor(net, o, in);
 
-						ok = in == t || S.dropped[in] || saved[in] ||
-						     sched_persistent(&net->tensors[in]);
+						if (in == t || sched_persistent(&net->tensors[in]))
+							continue;
+						/* the input must be kept for backward anyway, and
+						 * if it is itself moved (offloaded or rebuilt),
+						 * needed in the same checkpoint interval */
+						ok = need[in] != UINT32_MAX &&
+						     (!moved || interval[need[in]] == interval[need[t]]);
 					}
 				}
 				if (ok)
 					S.dropped[t] = 1;
 			}
 		}
-		free(saved);
+		free(need);
+		free(interval);
 	}
 decided:
 	/* cost-aware choice per segment: sum of its dropped tensors plus the

@@ -264,12 +264,21 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 		int32_t live = 0;
 		int cur_seen = 0, any = 0;
 
-		while ((e = merge_next(&m))) {
+		const struct event *next = merge_next(&m);
+
+		while ((e = next)) {
+			next = merge_next(&m);
 			res += e->delta;
 			live += e->dlive;
 			MP_ASSERT(res >= 0 && live >= 0);
 			s->a[e->seq / 2].resident_bytes = (uint64_t)res;
-			if (!cur_seen || (uint64_t)res > out->steps[cur].bytes) {
+			/* a step's memory: the most resident after anything that
+			 * allocates or starts an op inside it, and what is held
+			 * between instants (through a stall, say); not the moments
+			 * between several frees at one instant, which would depend on
+			 * the order they are listed in */
+			if ((e->delta > 0 || (e->delta == 0 && e->step < 0) || !next || next->t != e->t) &&
+			    (!cur_seen || (uint64_t)res > out->steps[cur].bytes)) {
 				out->steps[cur].bytes = (uint64_t)res;
 				out->steps[cur].live = (uint32_t)live;
 				cur_seen = 1;

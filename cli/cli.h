@@ -17,12 +17,17 @@ enum {
 
 int cmd_check(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_gen(int argc, char **argv);
+int cmd_devices(int argc, char **argv);
 
 /* "memplan: <fmt>" on stderr; returns EXIT_BAD_INPUT for `return die_usage(..)`. */
 int cli_error(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Load a net, printing "memplan: FILE: path: what" on failure (NULL). */
 struct mp_net *cli_load_net(const char *path);
+/* The same, also returning the parsed JSON (*root, the caller's reference). */
+struct mp_net *cli_load_net_json(const char *path, json_t **root);
 
 enum cli_format { FMT_TABLE, FMT_CSV, FMT_JSON };
 /* Parse --format; -1 (after printing) on a bad value.  allow_csv for csv. */

@@ -28,6 +28,16 @@ struct mp_net *cli_load_net(const char *path)
 	return net;
 }
 
+struct mp_net *cli_load_net_json(const char *path, json_t **root)
+{
+	struct mp_error err = { "" };
+	struct mp_net *net = net_load_file_json(path, root, &err);
+
+	if (!net)
+		cli_error(EXIT_BAD_INPUT, "%s: %s", path, err.msg);
+	return net;
+}
+
 int cli_parse_format(const char *s, int allow_csv)
 {
 	if (!strcmp(s, "table"))

@@ -17,6 +17,9 @@ static const struct command {
 } commands[] = {
 	{ "analyze", cmd_analyze, "per-step memory under each strategy" },
 	{ "check", cmd_check, "validate a network file and summarise it" },
+	{ "plan", cmd_plan, "the fastest schedule that fits a memory budget" },
+	{ "gen", cmd_gen, "write a published network (model zoo) as a net file" },
+	{ "devices", cmd_devices, "list the built-in GPU catalog" },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,122 @@
+/*
+ * memplan devices [NAME|FILE ...] [--format table|json]
+ * The built-in GPU catalog (analysis/device.c), or the devices named (catalog
+ * names or JSON device files): memory, achieved pinned host-link bandwidth
+ * per direction, copy latency, peak dense throughput per dtype, memory
+ * bandwidth, and where the figures come from (memplan-devices(1)).
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "../analysis/zoo.h"
+
+static const char usage_text[] =
+	"usage: memplan devices [NAME|FILE ...] [--format table|json]\n";
+
+static json_t *device_json(const struct mp_device *d)
+{
+	json_t *o = json_object(), *tf = json_object();
+
+	json_object_set_new(o, "name", json_string(d->name));
+	json_object_set_new(o, "memory_bytes", json_integer((json_int_t)d->memory_bytes));
+	json_object_set_new(o, "h2d_gbps", json_real(d->h2d_gbps));
+	json_object_set_new(o, "d2h_gbps", json_real(d->d2h_gbps));
+	json_object_set_new(o, "latency_us", json_real(d->latency_us));
+	for (int k = 0; k < MP_DT__COUNT; k++)
+		if (d->tflops[k] > 0)
+			json_object_set_new(tf, mp_dtype_name((enum mp_dtype)k), json_real(d->tflops[k]));
+	json_object_set_new(o, "tflops", tf);
+	json_object_set_new(o, "mem_gbps", d->mem_gbps > 0 ? json_real(d->mem_gbps) : json_null());
+	json_object_set_new(o, "source", json_string(d->source ? d->source : ""));
+	return o;
+}
+
+static void tf_cell(double v)
+{
+	if (v > 0)
+		printf(" %8.4g", v);
+	else
+		printf(" %8s", "-");
+}
+
+static void device_row(const struct mp_device *d)
+{
+	char b[32];
+
+	printf("%-12s %10s %8.1f %8.1f %7.1f", d->name, mp_fmt_bytes(d->memory_bytes, b, sizeof(b)),
+	       d->h2d_gbps, d->d2h_gbps, d->latency_us);
+	tf_cell(d->tflops[MP_DT_FLOAT32]);
+	tf_cell(d->tflops[MP_DT_FLOAT16]);
+	tf_cell(d->tflops[MP_DT_BFLOAT16]);
+	tf_cell(d->tflops[MP_DT_FLOAT8]);
+	if (d->mem_gbps > 0)
+		printf(" %8.0f\n", d->mem_gbps);
+	else
+		printf(" %8s\n", "-");
+}
+
+int cmd_devices(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct mp_error err = { "" };
+	struct mp_device *devs;
+	unsigned n;
+	int fmt = FMT_TABLE, c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			if ((fmt = cli_parse_format(optarg, 0)) < 0)
+				return EXIT_BAD_INPUT;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return EXIT_OK;
+		default:
+			cli_error(EXIT_BAD_INPUT, "devices: unknown or incomplete option '%s'", argv[optind - 1]);
+			fputs(usage_text, stderr);
+			return EXIT_BAD_INPUT;
+		}
+	}
+	n = argc > optind ? (unsigned)(argc - optind) : device_catalog_count();
+	devs = mp_xcalloc(n, sizeof(*devs));
+	for (unsigned i = 0; i < n; i++) {
+		if (argc <= optind) {
+			devs[i] = *device_catalog(i);
+		} else if (device_resolve(argv[optind + (int)i], &devs[i], &err) < 0) {
+			free(devs);
+			return cli_error(EXIT_BAD_INPUT, "devices: %s", err.msg);
+		}
+	}
+	if (fmt == FMT_JSON) {
+		json_t *root = json_object(), *arr = json_array();
+
+		for (unsigned i = 0; i < n; i++)
+			json_array_append_new(arr, device_json(&devs[i]));
+		json_object_set_new(root, "devices", arr);
+		json_object_set_new(root, "gen_default", json_string(ZOO_DEFAULT_DEVICE));
+		out_json(stdout, root);
+	} else {
+		printf("%-12s %10s %8s %8s %7s %8s %8s %8s %8s %8s\n", "device", "memory", "h2d", "d2h",
+		       "latency", "fp32", "fp16", "bf16", "fp8", "mem bw");
+		printf("%-12s %10s %8s %8s %7s %8s %8s %8s %8s %8s\n", "", "", "GB/s", "GB/s", "us",
+		       "TFLOPS", "TFLOPS", "TFLOPS", "TFLOPS", "GB/s");
+		for (unsigned i = 0; i < n; i++)
+			device_row(&devs[i]);
+		printf("\nh2d/d2h: achieved cudaMemcpyAsync bandwidth with pinned host memory, not the\n"
+		       "bus's nominal figure; TFLOPS: datasheet peak dense (float16, bfloat16 and fp8 on\n"
+		       "tensor cores where present); memory: as nvidia-smi reports it; GB = 1e9 B.\n"
+		       "Sources per device: --format json, and memplan-devices(1).  'memplan gen'\n"
+		       "estimates times for %s unless given --device.\n", ZOO_DEFAULT_DEVICE);
+	}
+	free(devs);
+	return EXIT_OK;
+}

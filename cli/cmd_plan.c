@@ -1,0 +1,367 @@
+/*
+ * memplan plan NET.json --budget SIZE [--planner auto|superneurons|tf-swap|tensile|all]
+ *   [--device NAME|FILE] [--workspace none|dynamic|wr|wd] [--workspace-limit SIZE]
+ *   [--checkpoints TYPES] [-o plan.json] [--trace FILE] [--format table|json]
+ * The fastest schedule that fits the budget, written as an executable plan.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "../plan/plan.h"
+
+static const char usage_text[] =
+	"usage: memplan plan NET.json --budget SIZE [--planner auto|superneurons|tf-swap|tensile|all]\n"
+	"                    [--device NAME|FILE] [--workspace none|dynamic|wr|wd]\n"
+	"                    [--workspace-limit SIZE] [--checkpoints conv,fc,...]\n"
+	"                    [-o plan.json] [--trace FILE] [--format table|json]\n";
+
+static const char *step_label(const struct mp_net *net, int32_t op, char *buf, size_t n)
+{
+	const struct mp_op *o = &net->ops[op];
+
+	if (o->layer >= 0)
+		snprintf(buf, n, "%s '%s'", mp_phase_name(o->phase), net->layers[o->layer].name);
+	else
+		snprintf(buf, n, "'%s'", o->name);
+	return buf;
+}
+
+static json_t *algos_json(const struct mp_net *net, const struct mp_plan *p)
+{
+	json_t *arr = json_array();
+
+	for (uint32_t i = 0; i < p->sched.n; i++) {
+		const struct mp_action *a = &p->sched.a[i];
+		json_t *o;
+
+		if (a->kind != MP_ACT_COMPUTE || (a->algo < 0 && a->micro <= 1))
+			continue;
+		o = json_object();
+		json_object_set_new(o, "op", json_string(net->ops[a->op].name));
+		if (a->micro <= 1) {
+			json_object_set_new(o, "algo", json_string(net->ops[a->op].algos[a->algo].name));
+		} else {
+			json_t *m = json_array();
+
+			for (uint32_t k = 0; k < a->micro; k++) {
+				const struct mp_micro *mc = &p->sched.micro[a->micro_at + k];
+
+				json_array_append_new(m, json_pack("[i,s]", (json_int_t)mc->batch,
+					mc->algo < 0 ? "default" : net->ops[a->op].algos[mc->algo].name));
+			}
+			json_object_set_new(o, "micro", m);
+		}
+		json_array_append_new(arr, o);
+	}
+	return arr;
+}
+
+static json_t *plan_json_summary(const struct mp_net *net, const struct mp_plan_req *req,
+				 const struct mp_plan *p)
+{
+	json_t *o = json_object();
+	char lab[300];
+
+	json_object_set_new(o, "planner", json_string(mp_planner_name(p->planner)));
+	json_object_set_new(o, "fits", json_boolean(p->fits));
+	json_object_set_new(o, "budget_bytes", json_integer((json_int_t)req->budget_bytes));
+	json_object_set_new(o, "peak_bytes", json_integer((json_int_t)p->sim.peak_bytes));
+	json_object_set_new(o, "peak_step", json_integer(p->sim.peak_step + 1));
+	json_object_set_new(o, "peak_op", json_string(net->ops[p->sim.steps[p->sim.peak_step].op].name));
+	json_object_set_new(o, "arena_bytes", json_integer((json_int_t)p->arena_bytes));
+	json_object_set_new(o, "max_live_bytes", json_integer((json_int_t)p->max_live_bytes));
+	json_object_set_new(o, "time_ms", json_real(p->sim.time_ms));
+	json_object_set_new(o, "baseline_time_ms", json_real(p->baseline_ms));
+	json_object_set_new(o, "overhead", json_real(p->overhead));
+	json_object_set_new(o, "stall_ms", json_real(p->sim.stall_ms));
+	json_object_set_new(o, "swap_out_bytes", json_integer((json_int_t)p->sim.d2h_bytes));
+	json_object_set_new(o, "swap_in_bytes", json_integer((json_int_t)p->sim.h2d_bytes));
+	if (p->planner == MP_PLANNER_SUPERNEURONS)
+		json_object_set_new(o, "uncached_swap_bytes", json_integer((json_int_t)p->uncached_swap_bytes));
+	json_object_set_new(o, "recomputed_ops", json_integer(p->sim.n_recompute));
+	json_object_set_new(o, "recompute_ms", json_real(p->sim.recompute_ms));
+	json_object_set_new(o, "msr", json_real(p->msr));
+	json_object_set_new(o, "eor", json_real(p->eor));
+	json_object_set_new(o, "cbr", json_real(p->cbr));
+	json_object_set_new(o, "algorithms", algos_json(net, p));
+	json_object_set_new(o, "note", json_string(p->note));
+	(void)lab;
+	return o;
+}
+
+static void print_plan(const struct mp_net *net, const struct mp_plan_req *req, const struct mp_plan *p)
+{
+	char b1[32], b2[32], b3[32], lab[300];
+	uint32_t n_alg = 0;
+
+	printf("planner          %s: %s\n", mp_planner_name(p->planner), p->note);
+	printf("predicted peak   %s (%llu B) at step %u, %s: %s the budget %s\n",
+	       mp_fmt_bytes(p->sim.peak_bytes, b1, sizeof(b1)), (unsigned long long)p->sim.peak_bytes,
+	       p->sim.peak_step + 1, step_label(net, p->sim.steps[p->sim.peak_step].op, lab, sizeof(lab)),
+	       p->fits ? "fits" : "exceeds", mp_fmt_bytes(req->budget_bytes, b2, sizeof(b2)));
+	if (p->arena_bytes)
+		printf("arena            %s (%llu B), %.3fx the max-live bound %s\n",
+		       mp_fmt_bytes(p->arena_bytes, b1, sizeof(b1)), (unsigned long long)p->arena_bytes,
+		       p->max_live_bytes ? (double)p->arena_bytes / (double)p->max_live_bytes : 0.0,
+		       mp_fmt_bytes(p->max_live_bytes, b2, sizeof(b2)));
+	printf("iteration time   %.3f ms (unconstrained %.3f ms, overhead %.1f%%)\n", p->sim.time_ms,
+	       p->baseline_ms, 100.0 * p->overhead);
+	printf("swapped          %s out, %s in, compute stalled %.3f ms", mp_fmt_bytes(p->sim.d2h_bytes, b1, sizeof(b1)),
+	       mp_fmt_bytes(p->sim.h2d_bytes, b2, sizeof(b2)), p->sim.stall_ms);
+	if (p->planner == MP_PLANNER_SUPERNEURONS)
+		printf(" (without the tensor cache: %s)", mp_fmt_bytes(p->uncached_swap_bytes, b3, sizeof(b3)));
+	printf("\nrecomputed       %u forward ops (%.3f ms)\n", p->sim.n_recompute, p->sim.recompute_ms);
+	for (uint32_t i = 0; i < p->sched.n; i++) {
+		const struct mp_action *a = &p->sched.a[i];
+
+		if (a->kind != MP_ACT_COMPUTE || (a->algo < 0 && a->micro <= 1))
+			continue;
+		printf("%s %s ", n_alg++ ? "," : "conv algorithms ", net->ops[a->op].name);
+		if (a->micro <= 1) {
+			printf("%s", net->ops[a->op].algos[a->algo].name);
+		} else {
+			for (uint32_t k = 0; k < a->micro; k++) {
+				const struct mp_micro *m = &p->sched.micro[a->micro_at + k];
+
+				printf("%s%u:%s", k ? "+" : "", m->batch, m->algo < 0 ? "default" : net->ops[a->op].algos[m->algo].name);
+			}
+		}
+	}
+	if (n_alg)
+		printf("\n");
+	printf("metrics          MSR %.3f  EOR %.3f  CBR %.3f\n", p->msr, p->eor, p->cbr);
+}
+
+static int parse_size_opt(const char *name, const char *arg, uint64_t *out)
+{
+	struct mp_error err;
+
+	if (mp_parse_size(arg, out, &err) < 0) {
+		cli_error(EXIT_BAD_INPUT, "%s: %s", name, err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int write_json_file(const char *path, json_t *root, const char *what)
+{
+	int rc = json_dump_file(root, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+
+	json_decref(root);
+	if (rc < 0)
+		return cli_error(EXIT_BAD_INPUT, "%s: cannot write '%s': %s", what, path, strerror(errno));
+	return 0;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "budget", required_argument, NULL, 'b' },
+		{ "planner", required_argument, NULL, 'p' },
+		{ "device", required_argument, NULL, 'd' },
+		{ "workspace", required_argument, NULL, 'w' },
+		{ "workspace-limit", required_argument, NULL, 'W' },
+		{ "checkpoints", required_argument, NULL, 'c' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "trace", required_argument, NULL, 't' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *device_arg = NULL, *out_path = NULL, *trace_path = NULL, *planner_arg = "auto";
+	int fmt = FMT_TABLE, c, rc = EXIT_OK, have_budget = 0, all = 0, which = MP_PLANNER_AUTO;
+	struct mp_plan_req req;
+	struct mp_error err = { "" };
+	struct mp_plan plans[MP_PLANNER__COUNT];
+	struct mp_layer_min lmin;
+	struct mp_route route;
+	struct mp_net *net;
+	json_t *net_json;
+	int best = -1, lowest = -1;
+	char b1[32], b2[32], lab[300];
+
+	memset(&req, 0, sizeof(req));
+	req.ws_mode = MP_WS_DYNAMIC;
+	policy_opts_default(&req.popts);
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			if (parse_size_opt("--budget", optarg, &req.budget_bytes) < 0)
+				return EXIT_BAD_INPUT;
+			have_budget = 1;
+			break;
+		case 'p':
+			planner_arg = optarg;
+			if (!strcmp(optarg, "all")) {
+				all = 1;
+			} else if ((which = mp_planner_parse(optarg)) < 0) {
+				return cli_error(EXIT_BAD_INPUT, "--planner: unknown planner '%s' (auto, superneurons, tf-swap, tensile, all)", optarg);
+			}
+			break;
+		case 'd':
+			device_arg = optarg;
+			break;
+		case 'w':
+			if (!strcmp(optarg, "none"))
+				req.ws_mode = MP_WS_NONE;
+			else if (!strcmp(optarg, "dynamic"))
+				req.ws_mode = MP_WS_DYNAMIC;
+			else if (!strcmp(optarg, "wr"))
+				req.ws_mode = MP_WS_WR;
+			else if (!strcmp(optarg, "wd"))
+				req.ws_mode = MP_WS_WD;
+			else
+				return cli_error(EXIT_BAD_INPUT, "--workspace: unknown mode '%s' (none, dynamic, wr, wd)", optarg);
+			break;
+		case 'W':
+			if (parse_size_opt("--workspace-limit", optarg, &req.ws_limit_bytes) < 0)
+				return EXIT_BAD_INPUT;
+			break;
+		case 'c': {
+			char *copy = mp_xstrdup(optarg), *save = NULL;
+
+			req.popts.checkpoints = 0;
+			for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+				int t = mp_layer_type_parse(tok);
+
+				if (t < 0) {
+					free(copy);
+					return cli_error(EXIT_BAD_INPUT, "--checkpoints: unknown layer type '%s'", tok);
+				}
+				req.popts.checkpoints |= 1u << t;
+			}
+			free(copy);
+			break;
+		}
+		case 'o':
+			out_path = optarg;
+			break;
+		case 't':
+			trace_path = optarg;
+			break;
+		case 'f':
+			if ((fmt = cli_parse_format(optarg, 0)) < 0)
+				return EXIT_BAD_INPUT;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return EXIT_OK;
+		default:
+			cli_error(EXIT_BAD_INPUT, "plan: unknown or incomplete option '%s'", argv[optind - 1]);
+			fputs(usage_text, stderr);
+			return EXIT_BAD_INPUT;
+		}
+	}
+	(void)planner_arg;
+	if (argc - optind != 1) {
+		fputs(usage_text, stderr);
+		return EXIT_BAD_INPUT;
+	}
+	if (!have_budget) {
+		cli_error(EXIT_BAD_INPUT, "plan: --budget is required (for example --budget 11G)");
+		return EXIT_BAD_INPUT;
+	}
+	if (device_arg && device_resolve(device_arg, &req.device, &err) < 0)
+		return cli_error(EXIT_BAD_INPUT, "--device: %s", err.msg);
+	if (!(net = cli_load_net_json(argv[optind], &net_json)))
+		return EXIT_BAD_INPUT;
+	if (!device_arg) {
+		if (net->has_device)
+			req.device = net->device;
+		else
+			device_default(&req.device);
+	}
+	if (route_build(net, &route, &err) < 0) {
+		rc = cli_error(EXIT_BAD_INPUT, "%s: %s", argv[optind], err.msg);
+		goto out_net;
+	}
+	policy_layer_min(net, &route, &lmin);
+	if (req.budget_bytes < lmin.bytes) {
+		rc = cli_error(EXIT_NO, "plan: budget %s is below the layer-wise minimum %s (step %u, %s)",
+			       mp_fmt_bytes(req.budget_bytes, b1, sizeof(b1)), mp_fmt_bytes(lmin.bytes, b2, sizeof(b2)),
+			       lmin.step + 1, step_label(net, lmin.op, lab, sizeof(lab)));
+		goto out_route;
+	}
+	for (int i = 0; i < MP_PLANNER__COUNT; i++)
+		plan_init(&plans[i]);
+	for (int i = 0; i < MP_PLANNER__COUNT; i++) {
+		if (!all && which != MP_PLANNER_AUTO && which != i)
+			continue;
+		if (plan_run(net, &route, (enum mp_planner)i, &req, &plans[i], &err) < 0) {
+			rc = cli_error(strncmp(err.msg, "internal", 8) ? EXIT_BAD_INPUT : EXIT_INTERNAL, "%s: %s",
+				       argv[optind], err.msg);
+			goto out_plans;
+		}
+		if (plans[i].fits && (best < 0 || plans[i].sim.time_ms < plans[best].sim.time_ms ||
+				      (plans[i].sim.time_ms == plans[best].sim.time_ms &&
+				       plans[i].sim.peak_bytes < plans[best].sim.peak_bytes)))
+			best = i;
+		if (lowest < 0 || plans[i].sim.peak_bytes < plans[lowest].sim.peak_bytes)
+			lowest = i;
+	}
+	for (int i = 0; i < MP_PLANNER__COUNT; i++)
+		if (plans[i].sched.n)
+			plan_assign_arena(net, &plans[i]);
+	if (fmt == FMT_JSON) {
+		if (all) {
+			json_t *root = json_object(), *arr = json_array();
+
+			for (int i = 0; i < MP_PLANNER__COUNT; i++)
+				json_array_append_new(arr, plan_json_summary(net, &req, &plans[i]));
+			json_object_set_new(root, "plans", arr);
+			json_object_set_new(root, "chosen", best >= 0 ? json_string(mp_planner_name((enum mp_planner)best)) : json_null());
+			out_json(stdout, root);
+		} else {
+			out_json(stdout, plan_json_summary(net, &req, &plans[best >= 0 ? best : lowest]));
+		}
+	} else {
+		printf("net '%s' under a budget of %s on %s%s\n", net->name, mp_fmt_bytes(req.budget_bytes, b1, sizeof(b1)),
+		       req.device.name, req.device.is_default ? " (default link: 12 GB/s each way, 10 us per copy)" : "");
+		printf("layer-wise minimum %s at step %u (%s)\n\n", mp_fmt_bytes(lmin.bytes, b1, sizeof(b1)), lmin.step + 1,
+		       step_label(net, lmin.op, lab, sizeof(lab)));
+		if (all) {
+			printf("%-13s %4s %10s %10s %10s %9s %10s %10s %5s %6s %6s %6s\n", "planner", "fits", "peak", "arena",
+			       "time ms", "overhead", "swap out", "swap in", "recmp", "MSR", "EOR", "CBR");
+			for (int i = 0; i < MP_PLANNER__COUNT; i++) {
+				const struct mp_plan *p = &plans[i];
+				char b3[32], b4[32];
+
+				printf("%-13s %4s %10s %10s %10.3f %8.1f%% %10s %10s %5u %6.3f %6.3f %6.3f\n",
+				       mp_planner_name(p->planner), p->fits ? "yes" : "no",
+				       mp_fmt_bytes(p->sim.peak_bytes, b1, sizeof(b1)), mp_fmt_bytes(p->arena_bytes, b2, sizeof(b2)),
+				       p->sim.time_ms, 100.0 * p->overhead, mp_fmt_bytes(p->sim.d2h_bytes, b3, sizeof(b3)),
+				       mp_fmt_bytes(p->sim.h2d_bytes, b4, sizeof(b4)), p->sim.n_recompute, p->msr, p->eor, p->cbr);
+			}
+			printf("\n");
+		}
+		if (best >= 0)
+			print_plan(net, &req, &plans[best]);
+	}
+	if (best < 0) {
+		const struct mp_plan *p = &plans[lowest];
+
+		rc = cli_error(EXIT_NO, "plan: no planner fits %s; the smallest peak reached is %s (%s, step %u, %s)",
+			       mp_fmt_bytes(req.budget_bytes, b1, sizeof(b1)), mp_fmt_bytes(p->sim.peak_bytes, b2, sizeof(b2)),
+			       mp_planner_name(p->planner), p->sim.peak_step + 1,
+			       step_label(net, p->sim.steps[p->sim.peak_step].op, lab, sizeof(lab)));
+		goto out_plans;
+	}
+	if (out_path && write_json_file(out_path, plan_to_json(net, net_json, &req, &plans[best]), "-o") != 0)
+		rc = EXIT_BAD_INPUT;
+	if (trace_path && write_json_file(trace_path, plan_trace_json(net, &plans[best]), "--trace") != 0)
+		rc = EXIT_BAD_INPUT;
+out_plans:
+	for (int i = 0; i < MP_PLANNER__COUNT; i++)
+		plan_release(&plans[i]);
+out_route:
+	route_release(&route);
+out_net:
+	json_decref(net_json);
+	net_free(net);
+	return rc;
+}

@@ -1,0 +1,387 @@
+/*
+ * The planners' shared state and its translation into a schedule: recompute
+ * entries from the dropped set (policy_recompute_seq), swaps placed in the gap
+ * that holds the chosen step with the planner's trigger rule, algorithms and
+ * micro-batches per op, then the shared emitter and the one simulator.
+ * O(entries + tensor uses) per build.
+ */
+#include "engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void pl_init(struct pl_state *S, const struct mp_net *net, const struct mp_route *r,
+	     const struct mp_plan_req *req)
+{
+	memset(S, 0, sizeof(*S));
+	S->net = net;
+	S->r = r;
+	S->req = req;
+	S->nt = net->n_tensors;
+	S->swap_step = mp_xmalloc((S->nt + 1) * sizeof(*S->swap_step));
+	for (uint32_t t = 0; t < S->nt; t++)
+		S->swap_step[t] = UINT32_MAX;
+	S->host = mp_xcalloc(S->nt + 1, 1);
+	S->drop = mp_xcalloc(S->nt + 1, 1);
+	S->keep = mp_xcalloc(S->nt + 1, 1);
+	S->algo = mp_xmalloc((net->n_ops + 1) * sizeof(*S->algo));
+	for (uint32_t o = 0; o < net->n_ops; o++)
+		S->algo[o] = -1;
+	S->micro_n = mp_xcalloc(net->n_ops + 1, sizeof(*S->micro_n));
+	S->micro = mp_xcalloc(net->n_ops + 1, sizeof(*S->micro));
+	S->step_start = mp_xcalloc(r->n + 1, sizeof(*S->step_start));
+	sched_init(&S->sched);
+}
+
+void pl_release(struct pl_state *S)
+{
+	free(S->swap_step);
+	free(S->host);
+	free(S->drop);
+	free(S->keep);
+	free(S->algo);
+	free(S->micro_n);
+	for (uint32_t o = 0; S->micro && o < S->net->n_ops; o++)
+		free(S->micro[o]);
+	free(S->micro);
+	free(S->step_start);
+	free(S->entry_step);
+	sched_release(&S->sched);
+	sim_release(&S->sim);
+	memset(S, 0, sizeof(*S));
+}
+
+/* Touches of every tensor over the entries, in entry order (CSR). */
+struct touches {
+	uint32_t *start, *list;
+};
+
+static void touches_build(const struct mp_net *net, const struct mp_entry *e, uint32_t n_e,
+			  struct touches *T)
+{
+	uint32_t nt = net->n_tensors, *fill = mp_xcalloc(nt + 1, sizeof(*fill));
+
+	T->start = mp_xcalloc(nt + 2, sizeof(*T->start));
+	for (uint32_t i = 0; i < n_e; i++) {
+		const struct mp_op *op = &net->ops[e[i].op];
+
+		for (uint32_t k = 0; k < op->n_in; k++)
+			T->start[op->in[k] + 1]++;
+		for (uint32_t k = 0; k < op->n_out; k++)
+			T->start[op->out[k] + 1]++;
+	}
+	for (uint32_t t = 0; t < nt; t++)
+		T->start[t + 1] += T->start[t];
+	T->list = mp_xmalloc((T->start[nt] + 1) * sizeof(*T->list));
+	for (uint32_t i = 0; i < n_e; i++) {
+		const struct mp_op *op = &net->ops[e[i].op];
+
+		for (uint32_t k = 0; k < op->n_in + op->n_out; k++) {
+			int32_t t = k < op->n_in ? op->in[k] : op->out[k - op->n_in];
+			uint32_t at = T->start[t] + fill[t];
+
+			/* an op that reads and writes t touches it once */
+			if (fill[t] && T->list[at - 1] == i)
+				continue;
+			T->list[at] = i;
+			fill[t]++;
+		}
+	}
+	/* compact: duplicates left holes at the end of each tensor's range */
+	{
+		uint32_t w = 0;
+
+		for (uint32_t t = 0; t < nt; t++) {
+			uint32_t s0 = T->start[t];
+
+			T->start[t] = w;
+			for (uint32_t k = 0; k < fill[t]; k++)
+				T->list[w++] = T->list[s0 + k];
+		}
+		T->start[nt] = w;
+	}
+	free(fill);
+}
+
+/* The touches of t just before and after entry at (UINT32_MAX: none). */
+static void around(const struct touches *T, int32_t t, uint32_t at, uint32_t *before, uint32_t *after,
+		   bool *touched)
+{
+	uint32_t lo = T->start[t], hi = T->start[t + 1];
+
+	*before = *after = UINT32_MAX;
+	*touched = false;
+	for (uint32_t k = lo; k < hi; k++) { /* short lists: a linear scan is fine */
+		uint32_t i = T->list[k];
+
+		if (i < at)
+			*before = i;
+		else if (i == at)
+			*touched = true;
+		else {
+			*after = i;
+			break;
+		}
+	}
+}
+
+static double est_start(const struct pl_state *S, uint32_t entry)
+{
+	return S->step_start[S->entry_step[entry]];
+}
+
+/* Entry at which to issue the swap-in of t for its use at entry u, after a. */
+static uint32_t trigger(const struct pl_state *S, const struct mp_entry *e, int32_t t,
+			uint32_t a, uint32_t u)
+{
+	const struct mp_net *net = S->net;
+	uint32_t lo = a == UINT32_MAX ? 0 : a + 1;
+
+	if (S->prefetch == PL_PREFETCH_CKPT_AHEAD) {
+		for (uint32_t j = u; j-- > lo;)
+			if (!e[j].recompute && net->ops[e[j].op].phase == MP_PHASE_BWD &&
+			    policy_is_checkpoint(net, &S->req->popts, net->ops[e[j].op].fwd))
+				return j;
+		return lo;
+	}
+	/* just in time: the latest entry from which the copy (plus a 10% margin
+	 * for copies queued ahead of it) still ends before the use */
+	{
+		double need = 1.1 * device_copy_ms(&S->req->device, net->tensors[t].bytes, true);
+		double deadline = est_start(S, u) - need;
+
+		for (uint32_t j = u; j > lo; j--)
+			if (est_start(S, j) <= deadline)
+				return j;
+		return lo;
+	}
+}
+
+int pl_build(struct pl_state *S, struct mp_error *err)
+{
+	const struct mp_net *net = S->net;
+	const struct mp_route *r = S->r;
+	struct mp_entry *e;
+	uint32_t n_e, n_sw = 0, cap_sw = 0, *ce;
+	struct mp_swap *sw = NULL;
+	struct touches T;
+	bool any_drop = false;
+
+	for (uint32_t t = 0; t < S->nt && !any_drop; t++)
+		any_drop = S->drop[t];
+	if (any_drop) {
+		n_e = policy_recompute_seq(net, r, S->drop, S->keep, &e);
+	} else {
+		n_e = r->n;
+		e = mp_xmalloc((n_e + 1) * sizeof(*e));
+		for (uint32_t i = 0; i < n_e; i++)
+			e[i] = (struct mp_entry){ r->op[i], false, -1 };
+	}
+	for (uint32_t i = 0; i < n_e; i++)
+		e[i].algo = S->algo[e[i].op];
+	free(S->entry_step);
+	S->entry_step = mp_xmalloc((n_e + 1) * sizeof(*S->entry_step));
+	ce = mp_xmalloc((r->n + 1) * sizeof(*ce));
+	for (uint32_t i = n_e, next = r->n ? r->n - 1 : 0; i-- > 0;) {
+		if (!e[i].recompute) {
+			next = r->pos[e[i].op];
+			ce[next] = i;
+		}
+		S->entry_step[i] = next;
+	}
+	S->n_entries = n_e;
+	touches_build(net, e, n_e, &T);
+	for (uint32_t t = 0; t < S->nt; t++) {
+		uint32_t a, u, g;
+		bool touched;
+
+		if (S->host[t]) {
+			uint32_t first = T.start[t] < T.start[t + 1] ? T.list[T.start[t]] : UINT32_MAX;
+			uint32_t last = T.start[t] < T.start[t + 1] ? T.list[T.start[t + 1] - 1] : UINT32_MAX;
+
+			if (first == UINT32_MAX)
+				continue;
+			mp_grow((void **)&sw, &cap_sw, n_sw + 2, sizeof(*sw));
+			sw[n_sw++] = (struct mp_swap){ (int32_t)t, MP_SWAP_NONE, trigger(S, e, (int32_t)t, UINT32_MAX, first), first };
+			sw[n_sw++] = (struct mp_swap){ (int32_t)t, last, MP_SWAP_NONE, MP_SWAP_NONE };
+			continue;
+		}
+		if (S->swap_step[t] == UINT32_MAX)
+			continue;
+		g = ce[S->swap_step[t]];
+		around(&T, (int32_t)t, g, &a, &u, &touched);
+		if (touched || a == UINT32_MAX || u == UINT32_MAX)
+			continue; /* the gap no longer holds that step: nothing to swap */
+		mp_grow((void **)&sw, &cap_sw, n_sw + 1, sizeof(*sw));
+		sw[n_sw++] = (struct mp_swap){ (int32_t)t, a, trigger(S, e, (int32_t)t, a, u), u };
+	}
+	sched_release(&S->sched);
+	sched_init(&S->sched);
+	sched_emit(net, e, n_e, sw, n_sw, &S->sched);
+	/* micro-batches, and workspace sized to the chosen configuration */
+	for (uint32_t i = 0; i < S->sched.n; i++) {
+		struct mp_action *a = &S->sched.a[i];
+		const struct mp_op *op;
+		double ms;
+		uint64_t ws;
+
+		if (a->kind != MP_ACT_COMPUTE && a->kind != MP_ACT_RECOMPUTE)
+			continue;
+		op = &net->ops[a->op];
+		if (S->micro_n[a->op] > 1)
+			sched_set_micro(&S->sched, i, S->micro[a->op], S->micro_n[a->op]);
+		a = &S->sched.a[i];
+		if (op->ws >= 0 && i > 0 && S->sched.a[i - 1].kind == MP_ACT_ALLOC &&
+		    S->sched.a[i - 1].tensor == op->ws) {
+			sched_action_cost(net, &S->sched, a, &ms, &ws);
+			S->sched.a[i - 1].bytes = ws;
+		}
+	}
+	free(e);
+	free(sw);
+	free(T.start);
+	free(T.list);
+	sim_release(&S->sim);
+	if (sim_run(net, &S->req->device, &S->sched, &S->sim, err) < 0) {
+		free(ce);
+		mp_error_prefix(err, "internal error: planned schedule: ");
+		return -1;
+	}
+	for (uint32_t i = 0, k = 0; i < S->sched.n; i++)
+		if (S->sched.a[i].kind == MP_ACT_COMPUTE)
+			S->step_start[k++] = S->sched.a[i].start_ms;
+	S->peak_entry = ce[S->sim.peak_step];
+	free(ce);
+	return 0;
+}
+
+uint32_t pl_peak_candidates(const struct pl_state *S, struct pl_cand **out)
+{
+	const struct mp_net *net = S->net;
+	struct mp_entry *e = mp_xmalloc((S->n_entries + 1) * sizeof(*e));
+	struct touches T;
+	uint32_t n = 0, P = S->peak_entry;
+
+	/* rebuild the entry list from the schedule's compute actions */
+	for (uint32_t i = 0, k = 0; i < S->sched.n; i++)
+		if (S->sched.a[i].kind == MP_ACT_COMPUTE || S->sched.a[i].kind == MP_ACT_RECOMPUTE)
+			e[k++] = (struct mp_entry){ S->sched.a[i].op, S->sched.a[i].kind == MP_ACT_RECOMPUTE, -1 };
+	touches_build(net, e, S->n_entries, &T);
+	*out = mp_xmalloc((S->sim.n_peak_tensors + 1) * sizeof(**out));
+	for (uint32_t k = 0; k < S->sim.n_peak_tensors; k++) {
+		int32_t t = S->sim.peak_tensors[k];
+		const struct mp_tensor *x = &net->tensors[t];
+		uint32_t a, u;
+		bool touched;
+
+		if (x->kind == MP_TK_WORKSPACE || S->swap_step[t] != UINT32_MAX || S->host[t] || S->drop[t] ||
+		    x->bytes == 0)
+			continue;
+		around(&T, t, P, &a, &u, &touched);
+		/* also not touched by recomputes feeding the peak's op */
+		for (uint32_t j = P; j-- > 0 && e[j].recompute && !touched;)
+			for (uint32_t kk = T.start[t]; kk < T.start[t + 1]; kk++)
+				touched |= T.list[kk] == j;
+		if (touched)
+			continue;
+		if (a != UINT32_MAX && u != UINT32_MAX) {
+			double end_a = S->step_start[S->entry_step[a]] + net->ops[e[a].op].ms;
+
+			(*out)[n++] = (struct pl_cand){ t, x->bytes, est_start(S, u) - end_a, a, false };
+		} else if (sched_persistent(x) && (a != UINT32_MAX || u != UINT32_MAX)) {
+			uint32_t first = T.list[T.start[t]], last = T.list[T.start[t + 1] - 1];
+			double busy = est_start(S, last) - est_start(S, first);
+
+			(*out)[n++] = (struct pl_cand){ t, x->bytes, S->sim.time_ms - busy, last, true };
+		}
+	}
+	free(e);
+	free(T.start);
+	free(T.list);
+	return n;
+}
+
+void pl_swap(struct pl_state *S, const struct pl_cand *c)
+{
+	if (c->cross)
+		S->host[c->t] = 1;
+	else
+		S->swap_step[c->t] = S->sim.peak_step;
+}
+
+void pl_take(struct pl_state *S, struct mp_plan *p)
+{
+	sched_release(&p->sched);
+	sim_release(&p->sim);
+	p->sched = S->sched;
+	p->sim = S->sim;
+	sched_init(&S->sched);
+	memset(&S->sim, 0, sizeof(S->sim));
+}
+
+int pl_dynamic_workspace(struct pl_state *S, struct mp_error *err)
+{
+	const struct mp_net *net = S->net;
+	uint64_t budget = S->req->budget_bytes;
+	uint8_t *pinned = mp_xcalloc(net->n_ops + 1, 1);
+	int rc = 0;
+
+	for (int round = 0; round < 32; round++) {
+		bool changed = false;
+
+		/* choose per step under what the schedule leaves free there */
+		for (uint32_t i = 1; i < S->sched.n; i++) {
+			const struct mp_action *a = &S->sched.a[i], *wa = &S->sched.a[i - 1];
+			const struct mp_op *op;
+			uint64_t in_use, free_b;
+			int32_t best;
+			double best_ms;
+
+			if (a->kind != MP_ACT_COMPUTE || pinned[a->op])
+				continue;
+			op = &net->ops[a->op];
+			if (!op->n_algos || op->ws < 0 || wa->kind != MP_ACT_ALLOC || wa->tensor != op->ws)
+				continue;
+			in_use = wa->resident_bytes - wa->bytes;
+			free_b = budget > in_use ? budget - in_use : 0;
+			best = -1;
+			best_ms = op->ms;
+			if (sched_ws_bytes(net, a->op, -1) > free_b)
+				best_ms = 1e300;
+			for (uint32_t k = 0; k < op->n_algos; k++)
+				if (!op->algos[k].batch && op->algos[k].workspace_bytes <= free_b &&
+				    op->algos[k].ms < best_ms) {
+					best = (int32_t)k;
+					best_ms = op->algos[k].ms;
+				}
+			if (best_ms < 1e300 && best != S->algo[a->op]) {
+				S->algo[a->op] = best;
+				changed = true;
+			}
+		}
+		if (!changed && S->sim.peak_bytes <= budget)
+			break;
+		if ((rc = pl_build(S, err)) < 0)
+			break;
+		if (S->sim.peak_bytes <= budget)
+			continue;
+		/* over: the op at the peak falls back to its default and stays there */
+		{
+			int32_t op = S->sim.steps[S->sim.peak_step].op;
+
+			if (pinned[op]) {
+				for (uint32_t o = 0; o < net->n_ops; o++)
+					S->algo[o] = -1;
+				memset(pinned, 1, net->n_ops);
+				rc = pl_build(S, err);
+				break;
+			}
+			pinned[op] = 1;
+			S->algo[op] = -1;
+			if ((rc = pl_build(S, err)) < 0)
+				break;
+		}
+	}
+	free(pinned);
+	return rc;
+}

@@ -1,0 +1,70 @@
+/*
+ * engine (internal to plan/): the state every planner edits and the one way
+ * it becomes a schedule.  A state says which tensors are swapped (in the gap
+ * between two uses that contains a chosen step, or across iterations), which
+ * are dropped and recomputed (kept once rebuilt or not), how swap-ins are
+ * triggered, and which algorithm each op runs.  pl_build emits the schedule
+ * with the shared emitter and simulates it.
+ */
+#ifndef MP_PLAN_ENGINE_H
+#define MP_PLAN_ENGINE_H
+
+#include "plan.h"
+
+enum pl_prefetch {
+	PL_PREFETCH_CKPT_AHEAD, /* at the checkpoint backward before the use (SuperNeurons 3.3.1) */
+	PL_PREFETCH_JIT,        /* so the copy ends just before the use, from the last
+				 * simulation's completion times (tf-swap 3.1.2) */
+};
+
+struct pl_state {
+	const struct mp_net *net;
+	const struct mp_route *r;
+	const struct mp_plan_req *req;
+	uint32_t nt;
+	uint32_t *swap_step;  /* [nt] route step inside the swapped gap; UINT32_MAX: none */
+	uint8_t *host;        /* [nt] persistent tensor kept on the host between iterations */
+	uint8_t *drop;        /* [nt] dropped after forward, recomputed */
+	uint8_t *keep;        /* [nt] a recomputed tensor stays until its last use */
+	int32_t *algo;        /* [n_ops] algorithm per op, -1 default */
+	uint32_t *micro_n;    /* [n_ops] micro-batches (0: whole batch) */
+	struct mp_micro **micro; /* [n_ops] micro-batch lists, owned */
+	enum pl_prefetch prefetch;
+	double *step_start;   /* [route n] compute start per step, from the last build */
+	/* result of the last pl_build */
+	struct mp_schedule sched;
+	struct mp_sim sim;
+	uint32_t *entry_step; /* [n_entries] route step of each entry (recomputes: the next step) */
+	uint32_t n_entries;
+	uint32_t peak_entry;  /* entry whose step holds the peak */
+};
+
+void pl_init(struct pl_state *S, const struct mp_net *net, const struct mp_route *r,
+	     const struct mp_plan_req *req);
+void pl_release(struct pl_state *S);
+/* Emit and simulate the state.  0, or -1 with *err (an internal error). */
+int pl_build(struct pl_state *S, struct mp_error *err);
+
+/* A tensor resident at the peak that a swap could remove there. */
+struct pl_cand {
+	int32_t t;
+	uint64_t bytes;
+	double gap_ms;        /* time between the uses around the peak */
+	uint32_t last_use;    /* entry before the peak that touches it */
+	bool cross;           /* only across iterations (persistent tensor) */
+};
+/* Candidates at the current peak: resident, not touched by the peak's op,
+ * not yet swapped or dropped.  Returns the count; *out malloc'd. */
+uint32_t pl_peak_candidates(const struct pl_state *S, struct pl_cand **out);
+/* Swap t around the current peak (a gap or across iterations). */
+void pl_swap(struct pl_state *S, const struct pl_cand *c);
+
+/* Copy the state's result into a plan (moves the schedule and simulation). */
+void pl_take(struct pl_state *S, struct mp_plan *p);
+
+/* Dynamic workspace (SuperNeurons 3.5): per step, the fastest algorithm whose
+ * workspace fits under the budget given what is resident there; re-simulated
+ * until the budget holds.  Returns 0, or -1 with *err. */
+int pl_dynamic_workspace(struct pl_state *S, struct mp_error *err);
+
+#endif

@@ -1,0 +1,120 @@
+/*
+ * plan_run: one planner from start to finish: convolution configuration
+ * (mu-cuDNN WR/WD when asked), the planner's rounds, dynamic workspace
+ * (SuperNeurons 3.5) when asked, metrics against the unconstrained run.
+ */
+#include "planners.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const names[MP_PLANNER__COUNT + 1] = {
+	"superneurons", "tf-swap", "tensile", "auto",
+};
+
+const char *mp_planner_name(enum mp_planner p)
+{
+	return p <= MP_PLANNER_AUTO ? names[p] : "?";
+}
+
+int mp_planner_parse(const char *s)
+{
+	for (int i = 0; i <= MP_PLANNER_AUTO; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	if (!strcmp(s, "tfswap"))
+		return MP_PLANNER_TFSWAP;
+	return -1;
+}
+
+void plan_init(struct mp_plan *p)
+{
+	memset(p, 0, sizeof(*p));
+	sched_init(&p->sched);
+}
+
+void plan_release(struct mp_plan *p)
+{
+	sched_release(&p->sched);
+	sim_release(&p->sim);
+	free(p->offset);
+	memset(p, 0, sizeof(*p));
+}
+
+uint32_t pl_take_until(struct pl_state *S, const struct pl_cand *c, uint32_t n, uint64_t excess)
+{
+	uint64_t got = 0;
+	uint32_t m = 0;
+
+	for (uint32_t k = 0; k < n && got < excess; k++) {
+		pl_swap(S, &c[k]);
+		got += c[k].bytes;
+		m++;
+	}
+	return m;
+}
+
+int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner which,
+	     const struct mp_plan_req *req, struct mp_plan *out, struct mp_error *err)
+{
+	static int (*const fns[MP_PLANNER__COUNT])(struct pl_state *, struct mp_plan *, struct mp_error *) = {
+		plan_superneurons, plan_tfswap, plan_tensile,
+	};
+	struct pl_state S;
+	struct mp_schedule base;
+	struct mp_sim bsim;
+	struct mp_policy_opts po = req->popts;
+	int rc;
+
+	MP_ASSERT(which < MP_PLANNER__COUNT);
+	plan_release(out);
+	plan_init(out);
+	out->planner = which;
+	/* the unconstrained run: liveness with default algorithms */
+	sched_init(&base);
+	policy_build(net, r, MP_STRAT_LIVENESS, &po, &base, NULL);
+	rc = sim_run(net, &req->device, &base, &bsim, err);
+	sched_release(&base);
+	if (rc < 0)
+		return -1;
+	out->baseline_ms = bsim.time_ms;
+	sim_release(&bsim);
+	for (uint32_t t = 0; t < net->n_tensors; t++)
+		out->baseline_peak += net->tensors[t].bytes;
+	/* superneurons reports what UTP would move without its cache: the
+	 * offload strategy's traffic */
+	if (which == MP_PLANNER_SUPERNEURONS) {
+		sched_init(&base);
+		policy_build(net, r, MP_STRAT_OFFLOAD, &po, &base, NULL);
+		if (sim_run(net, &req->device, &base, &bsim, err) == 0) {
+			out->uncached_swap_bytes = bsim.d2h_bytes + bsim.h2d_bytes;
+			sim_release(&bsim);
+		}
+		sched_release(&base);
+	}
+	pl_init(&S, net, r, req);
+	if (req->ws_mode == MP_WS_WR || req->ws_mode == MP_WS_WD) {
+		if (plan_conv_configs(net, req, S.algo, S.micro_n, S.micro, err) < 0) {
+			pl_release(&S);
+			return -1;
+		}
+	}
+	if (fns[which](&S, out, err) < 0) {
+		pl_release(&S);
+		return -1;
+	}
+	if (req->ws_mode == MP_WS_DYNAMIC && S.sim.peak_bytes <= req->budget_bytes &&
+	    pl_dynamic_workspace(&S, err) < 0) {
+		pl_release(&S);
+		return -1;
+	}
+	pl_take(&S, out);
+	pl_release(&S);
+	out->fits = out->sim.peak_bytes <= req->budget_bytes;
+	out->eor = out->baseline_ms > 0 ? out->sim.time_ms / out->baseline_ms : 1.0;
+	out->overhead = out->eor - 1.0;
+	out->msr = out->baseline_peak ? ((double)out->baseline_peak - (double)out->sim.peak_bytes) /
+					(double)out->baseline_peak : 0;
+	out->cbr = out->eor > 0 ? out->msr / out->eor : 0;
+	return 0;
+}

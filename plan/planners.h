@@ -1,0 +1,22 @@
+/*
+ * planners (internal to plan/): each planner edits a built pl_state until the
+ * simulated peak fits the budget or it has nothing left to try; the state is
+ * left built.  0, or -1 with *err on an internal error.
+ */
+#ifndef MP_PLAN_PLANNERS_H
+#define MP_PLAN_PLANNERS_H
+
+#include "engine.h"
+
+int plan_superneurons(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
+int plan_tfswap(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
+int plan_tensile(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
+
+/* Rounds a planner may run before it gives up (each is one build). */
+#define PL_MAX_ROUNDS 4000
+
+/* Take candidates in the order given until their bytes cover the excess.
+ * Returns how many were taken. */
+uint32_t pl_take_until(struct pl_state *S, const struct pl_cand *c, uint32_t n, uint64_t excess);
+
+#endif

@@ -1,0 +1,27 @@
+#!/bin/sh
+# memplan gen: what it writes loads, is the model asked for, and says its
+# times are roofline estimates.
+. "$(dirname "$0")/../lib.sh"
+expect_run "gen help" 0 --stdout-grep "^  inception-v4 " -- memplan gen --help
+expect_run "gen resnet50 stdout" 0 --stdout-grep '^ "time_source": "roofline:v100-16g",$' -- memplan gen resnet50
+expect_run "gen resnet50 -o" 0 --stderr "" -- memplan gen resnet50 --batch 8 -o "$TMP/r50.json"
+expect_run "check resnet50" 0 --stdout-grep '"parameters": 25557032,' -- memplan check "$TMP/r50.json" --format json
+expect_run "check resnet50 layers" 0 --stdout-grep '"layers": 177,' -- memplan check "$TMP/r50.json" --format json
+expect_run "gen vgg16 float16" 0 -- memplan gen vgg16 --batch 2 --dtype float16 -o "$TMP/vgg.json"
+expect_run "check vgg16 float16" 0 --stdout-grep '"parameter_bytes": 276715088,' -- memplan check "$TMP/vgg.json" --format json
+expect_run "gen gpt2 short" 0 -- memplan gen gpt2-small --seq 128 --batch 2 -o "$TMP/gpt2.json"
+expect_run "check gpt2" 0 --stdout-grep '"parameters": 124439808,' -- memplan check "$TMP/gpt2.json" --format json
+expect_run "gen resnet 2500" 0 --stderr "memplan: gen: note: depth 2500 is not 3*(6+32+n3+6)+2; generating depth 2498 (n3 = 788)" \
+	-- memplan gen resnet --depth 2500 --batch 1 -o "$TMP/r2500.json"
+expect_run "check resnet 2500" 0 --stdout-grep '"layers": 8337,' -- memplan check "$TMP/r2500.json" --format json
+expect_run "gen h100 bf16" 0 -- memplan gen bert-base --device h100-sxm --dtype bf16 --optimizer sgd -o "$TMP/bert.json"
+expect_run "check h100 bf16" 0 --stdout-grep '"time_source": "roofline:h100-sxm",' -- memplan check "$TMP/bert.json" --format json
+expect_run "analyze h100 bf16" 0 --stdout-grep '^device: h100-sxm' -- memplan analyze "$TMP/bert.json"
+cat >"$TMP/dev.json" <<'DEV'
+{"name": "mygpu", "memory": "8G", "h2d_gbps": 6, "d2h_gbps": 6, "mem_gbps": 400, "tflops": {"float32": 8}}
+DEV
+expect_run "gen custom device" 0 -- memplan gen mobilenet-v2 --batch 4 --image 128x160 --device "$TMP/dev.json" -o "$TMP/mb.json"
+expect_run "analyze custom device" 0 --stdout-grep '^device: mygpu, link 6.0 GB/s' -- memplan analyze "$TMP/mb.json"
+expect_run "gen seq2seq" 0 -- memplan gen seq2seq --seq 8 --depth 1 --hidden 64 --batch 2 -o "$TMP/s2s.json"
+expect_run "analyze seq2seq" 0 --stdout-grep '^recompute ' -- memplan analyze "$TMP/s2s.json"
+done_testing
