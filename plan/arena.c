@@ -409,6 +409,7 @@ void plan_assign_arena(const struct mp_net *net, struct mp_plan *p)
 			top = g->hi;
 		}
 		off = best != UINT64_MAX ? best : align_up(top);
+		MP_ASSERT(off + w > off);  /* sizes are <= 1 PiB: far from 2^64 */
 		p->offset[it[k].act] = off;
 		if (off + w > p->arena_bytes)
 			p->arena_bytes = off + w;

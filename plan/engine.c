@@ -22,6 +22,7 @@ void pl_init(struct pl_state *S, const struct mp_net *net, const struct mp_route
 	for (uint32_t t = 0; t < S->nt; t++)
 		S->swap_step[t] = UINT32_MAX;
 	S->host = mp_xcalloc(S->nt + 1, 1);
+	S->in_floor = mp_xcalloc(S->nt + 1, sizeof(*S->in_floor));
 	S->drop = mp_xcalloc(S->nt + 1, 1);
 	S->keep = mp_xcalloc(S->nt + 1, 1);
 	S->algo = mp_xmalloc((net->n_ops + 1) * sizeof(*S->algo));
@@ -37,6 +38,7 @@ void pl_release(struct pl_state *S)
 {
 	free(S->swap_step);
 	free(S->host);
+	free(S->in_floor);
 	free(S->drop);
 	free(S->keep);
 	free(S->algo);
@@ -130,9 +132,23 @@ static double est_start(const struct pl_state *S, uint32_t entry)
 	return S->step_start[S->entry_step[entry]];
 }
 
-/* Entry at which to issue the swap-in of t for its use at entry u, after a. */
-static uint32_t trigger(const struct pl_state *S, const struct mp_entry *e, int32_t t,
-			uint32_t a, uint32_t u)
+static uint32_t trigger_rule(const struct pl_state *S, const struct mp_entry *e, int32_t t,
+			     uint32_t a, uint32_t u);
+
+/* Entry at which to issue the swap-in of t for its use at entry u, after a:
+ * the planner's rule, no earlier than t's floor, no later than u. */
+static uint32_t trigger(const struct pl_state *S, const struct mp_entry *e, const uint32_t *ce,
+			int32_t t, uint32_t a, uint32_t u)
+{
+	uint32_t j = trigger_rule(S, e, t, a, u);
+
+	if (S->in_floor[t] && S->in_floor[t] < S->r->n && ce[S->in_floor[t]] > j)
+		j = ce[S->in_floor[t]];
+	return j < u ? j : u;
+}
+
+static uint32_t trigger_rule(const struct pl_state *S, const struct mp_entry *e, int32_t t,
+			     uint32_t a, uint32_t u)
 {
 	const struct mp_net *net = S->net;
 	uint32_t lo = a == UINT32_MAX ? 0 : a + 1;
@@ -142,7 +158,11 @@ static uint32_t trigger(const struct pl_state *S, const struct mp_entry *e, int3
 			if (!e[j].recompute && net->ops[e[j].op].phase == MP_PHASE_BWD &&
 			    policy_is_checkpoint(net, &S->req->popts, net->ops[e[j].op].fwd))
 				return j;
-		return lo;
+		/* no checkpoint before the use: at the start of backward */
+		for (uint32_t j = lo; j < u; j++)
+			if (net->ops[e[j].op].phase != MP_PHASE_FWD)
+				return j;
+		return u;
 	}
 	/* just in time: the latest entry from which the copy (plus a 10% margin
 	 * for copies queued ahead of it) still ends before the use */
@@ -202,7 +222,7 @@ int pl_build(struct pl_state *S, struct mp_error *err)
 			if (first == UINT32_MAX)
 				continue;
 			mp_grow((void **)&sw, &cap_sw, n_sw + 2, sizeof(*sw));
-			sw[n_sw++] = (struct mp_swap){ (int32_t)t, MP_SWAP_NONE, trigger(S, e, (int32_t)t, UINT32_MAX, first), first };
+			sw[n_sw++] = (struct mp_swap){ (int32_t)t, MP_SWAP_NONE, trigger(S, e, ce, (int32_t)t, UINT32_MAX, first), first };
 			sw[n_sw++] = (struct mp_swap){ (int32_t)t, last, MP_SWAP_NONE, MP_SWAP_NONE };
 			continue;
 		}
@@ -213,7 +233,7 @@ int pl_build(struct pl_state *S, struct mp_error *err)
 		if (touched || a == UINT32_MAX || u == UINT32_MAX)
 			continue; /* the gap no longer holds that step: nothing to swap */
 		mp_grow((void **)&sw, &cap_sw, n_sw + 1, sizeof(*sw));
-		sw[n_sw++] = (struct mp_swap){ (int32_t)t, a, trigger(S, e, (int32_t)t, a, u), u };
+		sw[n_sw++] = (struct mp_swap){ (int32_t)t, a, trigger(S, e, ce, (int32_t)t, a, u), u };
 	}
 	sched_release(&S->sched);
 	sched_init(&S->sched);
@@ -298,6 +318,41 @@ uint32_t pl_peak_candidates(const struct pl_state *S, struct pl_cand **out)
 	free(e);
 	free(T.start);
 	free(T.list);
+	return n;
+}
+
+uint32_t pl_delay_swapins(struct pl_state *S)
+{
+	uint32_t n = 0, P = S->sim.peak_step;
+	uint8_t *in = mp_xcalloc(S->nt + 1, 1);
+
+	/* swap-ins issued before the peak's step whose tensor the step does not
+	 * read: issue them after it instead */
+	for (uint32_t i = 0, k = 0; i < S->sched.n && k <= P; i++) {
+		const struct mp_action *a = &S->sched.a[i];
+
+		if (a->kind == MP_ACT_COMPUTE)
+			k++;
+		else if (a->kind == MP_ACT_SWAP_IN)
+			in[a->tensor] = 1;
+		else if (a->kind == MP_ACT_WAIT && k <= P)
+			in[a->tensor] = 0; /* used at or before the peak: not movable */
+	}
+	{
+		const struct mp_op *op = &S->net->ops[S->sim.steps[P].op];
+
+		for (uint32_t k = 0; k < op->n_in; k++)
+			in[op->in[k]] = 0;
+	}
+	for (uint32_t k = 0; k < S->sim.n_peak_tensors; k++) {
+		int32_t t = S->sim.peak_tensors[k];
+
+		if (in[t] && S->in_floor[t] < P + 1 && P + 1 < S->r->n) {
+			S->in_floor[t] = P + 1;
+			n++;
+		}
+	}
+	free(in);
 	return n;
 }
 

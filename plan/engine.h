@@ -24,6 +24,9 @@ struct pl_state {
 	uint32_t nt;
 	uint32_t *swap_step;  /* [nt] route step inside the swapped gap; UINT32_MAX: none */
 	uint8_t *host;        /* [nt] persistent tensor kept on the host between iterations */
+	uint32_t *in_floor;   /* [nt] route step before which its swap-in may not be
+			       * issued (0: no floor): a swap-in that lands at a peak
+			       * is delayed past it, trading memory for a stall */
 	uint8_t *drop;        /* [nt] dropped after forward, recomputed */
 	uint8_t *keep;        /* [nt] a recomputed tensor stays until its last use */
 	int32_t *algo;        /* [n_ops] algorithm per op, -1 default */
@@ -58,6 +61,9 @@ struct pl_cand {
 uint32_t pl_peak_candidates(const struct pl_state *S, struct pl_cand **out);
 /* Swap t around the current peak (a gap or across iterations). */
 void pl_swap(struct pl_state *S, const struct pl_cand *c);
+/* Delay the swap-ins resident at the current peak that are not used there
+ * until after it.  Returns how many were delayed (then rebuild). */
+uint32_t pl_delay_swapins(struct pl_state *S);
 
 /* Copy the state's result into a plan (moves the schedule and simulation). */
 void pl_take(struct pl_state *S, struct mp_plan *p);

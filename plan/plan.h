@@ -90,19 +90,27 @@ void plan_assign_arena(const struct mp_net *net, struct mp_plan *p);
 int plan_check_arena(const struct mp_net *net, const struct mp_plan *p, struct mp_error *err);
 
 /* The plan file (memplan-plan(5)). net_json is the net as loaded (embedded
- * verbatim with its SHA-256); budget and planner are recorded. */
+ * verbatim with its SHA-256); budget and planner are recorded.  p's arena is
+ * assigned here if plan_assign_arena has not run.  A new reference, owned by
+ * the caller.  Dump it with jansson's full real precision (no
+ * JSON_REAL_PRECISION flag): the digest covers the net's numbers as
+ * jansson's default writes them, and a rounded net no longer matches it. */
 json_t *plan_to_json(const struct mp_net *net, json_t *net_json, const struct mp_plan_req *req,
 		     const struct mp_plan *p);
 
 /* Chrome trace event JSON of p's predicted timeline: one track per engine,
- * a counter of resident bytes. */
+ * a counter of resident bytes.  A new reference, owned by the caller. */
 json_t *plan_trace_json(const struct mp_net *net, const struct mp_plan *p);
 
 /*
  * Read a plan file: validate it, load the embedded net (checking its SHA-256),
- * rebuild the schedule and re-simulate it.  Returns 0 with *net_out, *req_out
- * and *p_out filled (p_out->offset from the file), or -1 with *err naming the
- * JSON path.
+ * rebuild the schedule, re-simulate it and check the arena offsets against
+ * the new lifetimes.  p_out is initialised here (plan_init).  Returns 0 with
+ * *net_out (free with net_free), *req_out and *p_out (plan_release) filled:
+ * the simulation and derived figures are recomputed, the offsets, arena size,
+ * baselines and note come from the file.  Or -1 with *net_out NULL, *p_out
+ * empty and *err naming the JSON path ("schedule[12].tensor: no tensor named
+ * 'x'"); as with net_load_file, the caller prefixes the file name.
  */
 int plan_read_file(const char *path, struct mp_net **net_out, struct mp_plan_req *req_out,
 		   struct mp_plan *p_out, struct mp_error *err);

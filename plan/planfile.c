@@ -220,6 +220,7 @@ json_t *plan_to_json(const struct mp_net *net, json_t *net_json, const struct mp
 	json_object_set_new(o, "swap_out_bytes", json_integer((json_int_t)sim->d2h_bytes));
 	json_object_set_new(o, "swap_in_bytes", json_integer((json_int_t)sim->h2d_bytes));
 	json_object_set_new(o, "recomputed_ops", json_integer(sim->n_recompute));
+	json_object_set_new(o, "recompute_ms", json_real(sim->recompute_ms));
 	json_object_set_new(o, "msr", json_real(p->msr));
 	json_object_set_new(o, "eor", json_real(p->eor));
 	json_object_set_new(o, "cbr", json_real(p->cbr));
@@ -302,7 +303,7 @@ static int member(json_t *obj, const char *path, const char *key, json_t **out,
 {
 	*out = json_object_get(obj, key);
 	if (!*out) {
-		mp_error_set(err, "%s%smissing \"%s\"", path, *path ? ": " : "", key);
+		mp_error_set(err, "%s: missing \"%s\"", *path ? path : "(top level)", key);
 		return -1;
 	}
 	return 0;
@@ -415,7 +416,7 @@ static int read_prediction(json_t *v, struct mp_plan *p, struct mp_error *err)
 		{ "fits", BOOL, 0 }, { "time_ms", MS, 1 }, { "baseline_time_ms", MS, 1 },
 		{ "baseline_peak_bytes", BYTES, 1 }, { "overhead", FINITE, 1 }, { "stall_ms", MS, 1 },
 		{ "swap_out_bytes", BYTES, 1 }, { "swap_in_bytes", BYTES, 1 },
-		{ "recomputed_ops", COUNT, 1 }, { "msr", FINITE, 1 }, { "eor", FINITE, 1 },
+		{ "recomputed_ops", COUNT, 1 }, { "recompute_ms", MS, 0 }, { "msr", FINITE, 1 }, { "eor", FINITE, 1 },
 		{ "cbr", FINITE, 1 }, { "iterations", COUNT, 0 }, { "uncached_swap_bytes", BYTES, 0 },
 	};
 	enum { NF = sizeof(f) / sizeof(f[0]) };
@@ -498,8 +499,8 @@ static int read_algo(const struct mp_op *op, json_t *name_v, json_t *batch_v, ui
 	return 0;
 }
 
-static int read_micro(const struct mp_net *net, const struct mp_op *op, json_t *v,
-		      const char *path, struct mp_schedule *s, uint32_t i, struct mp_error *err)
+static int read_micro(const struct mp_op *op, json_t *v, const char *path,
+		      struct mp_schedule *s, uint32_t i, struct mp_error *err)
 {
 	struct mp_micro *m;
 	size_t k, n;
@@ -507,7 +508,6 @@ static int read_micro(const struct mp_net *net, const struct mp_op *op, json_t *
 	char p[300], q[300];
 	int rc = -1;
 
-	(void)net;
 	if (!json_is_array(v)) {
 		mp_error_set(err, "%s: expected an array of [batch, algorithm] pairs, got %s", path, jget_type(v));
 		return -1;
@@ -554,7 +554,7 @@ out:
 }
 
 static int read_action(const struct mp_net *net, const struct names *N, json_t *x,
-		       uint32_t i, struct mp_schedule *s, uint64_t **offset, struct mp_error *err)
+		       uint32_t i, struct mp_schedule *s, uint64_t *offset, struct mp_error *err)
 {
 	static const char *const kinds[] = { "compute", "recompute", "alloc", "free",
 		"swap_out", "swap_in", "wait" };
@@ -637,7 +637,7 @@ static int read_action(const struct mp_net *net, const struct names *N, json_t *
 			return -1;
 		}
 		if ((v = json_object_get(x, "micro")) &&
-		    read_micro(net, op, v, jget_path(p, sizeof(p), path, "micro"), s, s->n - 1, err) < 0)
+		    read_micro(op, v, jget_path(p, sizeof(p), path, "micro"), s, s->n - 1, err) < 0)
 			return -1;
 		a = &s->a[s->n - 1];
 	} else if (kind == MP_ACT_ALLOC || kind == MP_ACT_SWAP_IN || kind == MP_ACT_SWAP_OUT) {
@@ -659,7 +659,7 @@ static int read_action(const struct mp_net *net, const struct names *N, json_t *
 		a->bytes = kind == MP_ACT_SWAP_OUT ? 0 : b;
 		if (kind != MP_ACT_SWAP_OUT) {
 			if (member(x, path, "offset", &v, err) < 0 ||
-			    get_bytes(v, jget_path(p, sizeof(p), path, "offset"), &(*offset)[i], err) < 0)
+			    get_bytes(v, jget_path(p, sizeof(p), path, "offset"), &offset[i], err) < 0)
 				return -1;
 		}
 	}
@@ -703,7 +703,7 @@ static int read_schedule(const struct mp_net *net, json_t *v, struct mp_plan *p,
 	for (i = 0; i < n; i++)
 		p->offset[i] = UINT64_MAX;
 	json_array_foreach(v, i, x)
-		if (read_action(net, &N, x, (uint32_t)i, &p->sched, &p->offset, err) < 0)
+		if (read_action(net, &N, x, (uint32_t)i, &p->sched, p->offset, err) < 0)
 			goto out;
 	rc = 0;
 out:

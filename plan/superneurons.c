@@ -8,6 +8,8 @@
  */
 #include "planners.h"
 
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,21 +22,31 @@ static int by_lru(const void *a, const void *b)
 	return x->t - y->t;
 }
 
-/* Offload checkpoint tensors at the peak, LRU first, until the budget holds
- * or none is left. */
-static int utp_rounds(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
+/* Offload tensors at the peak, least recently used first, until the budget
+ * holds or none is left: checkpoint outputs only (the unified tensor pool of
+ * 3.3.1), or any unlocked tensor (the tensor cache's LRU.out of Alg. 2). */
+static int utp_rounds(struct pl_state *S, struct mp_plan *p, bool any_tensor, struct mp_error *err)
 {
 	const struct mp_net *net = S->net;
 
 	while (S->sim.peak_bytes > S->req->budget_bytes && p->iterations < PL_MAX_ROUNDS) {
 		struct pl_cand *c;
-		uint32_t n = pl_peak_candidates(S, &c), m = 0;
+		uint32_t n, m = 0;
+
+		/* a prefetch landing at the peak is moved after it first */
+		if (pl_delay_swapins(S)) {
+			p->iterations++;
+			if (pl_build(S, err) < 0)
+				return -1;
+			continue;
+		}
+		n = pl_peak_candidates(S, &c);
 
 		for (uint32_t k = 0; k < n; k++) {
 			const struct mp_tensor *x = &net->tensors[c[k].t];
 
-			if (!c[k].cross && x->producer >= 0 && net->ops[x->producer].phase == MP_PHASE_FWD &&
-			    policy_is_checkpoint(net, &S->req->popts, x->producer))
+			if (any_tensor || (!c[k].cross && x->producer >= 0 && net->ops[x->producer].phase == MP_PHASE_FWD &&
+					   policy_is_checkpoint(net, &S->req->popts, x->producer)))
 				c[m++] = c[k];
 		}
 		qsort(c, m, sizeof(*c), by_lru);
@@ -55,10 +67,10 @@ int plan_superneurons(struct pl_state *S, struct mp_plan *p, struct mp_error *er
 	uint8_t *dropped, *keep;
 
 	S->prefetch = PL_PREFETCH_CKPT_AHEAD;
-	if (pl_build(S, err) < 0 || utp_rounds(S, p, err) < 0)
+	if (pl_build(S, err) < 0 || utp_rounds(S, p, false, err) < 0)
 		return -1;
 	if (S->sim.peak_bytes <= S->req->budget_bytes) {
-		snprintf(p->note, sizeof(p->note), "liveness%s", S->sim.n_swap_out ? " + tensor cache offload" : "");
+		snprintf(p->note, sizeof(p->note), "liveness%s", S->sim.n_swap_out ? " + checkpoint offload" : "");
 		return 0;
 	}
 	/* cost-aware recomputation of the non-checkpoint layers */
@@ -73,17 +85,24 @@ int plan_superneurons(struct pl_state *S, struct mp_plan *p, struct mp_error *er
 	free(dropped);
 	free(keep);
 	p->iterations++;
-	if (pl_build(S, err) < 0 || utp_rounds(S, p, err) < 0)
+	if (pl_build(S, err) < 0 || utp_rounds(S, p, false, err) < 0)
 		return -1;
 	if (S->sim.peak_bytes <= S->req->budget_bytes) {
-		snprintf(p->note, sizeof(p->note), "tensor cache offload + cost-aware recomputation");
+		snprintf(p->note, sizeof(p->note), "checkpoint offload + cost-aware recomputation");
+		return 0;
+	}
+	/* the tensor cache under pressure: evict any unlocked tensor, LRU */
+	if (utp_rounds(S, p, true, err) < 0)
+		return -1;
+	if (S->sim.peak_bytes <= S->req->budget_bytes) {
+		snprintf(p->note, sizeof(p->note), "checkpoint offload + cost-aware recomputation + LRU tensor cache");
 		return 0;
 	}
 	/* memory-centric everywhere: rebuild for each reader, drop again */
 	memset(S->keep, 0, net->n_tensors);
 	p->iterations++;
-	if (pl_build(S, err) < 0 || utp_rounds(S, p, err) < 0)
+	if (pl_build(S, err) < 0 || utp_rounds(S, p, true, err) < 0)
 		return -1;
-	snprintf(p->note, sizeof(p->note), "tensor cache offload + memory-centric recomputation");
+	snprintf(p->note, sizeof(p->note), "checkpoint offload + memory-centric recomputation + LRU tensor cache");
 	return 0;
 }

@@ -76,7 +76,18 @@ int plan_tensile(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 	while (S->sim.peak_bytes > S->req->budget_bytes && p->iterations < PL_MAX_ROUNDS) {
 		uint64_t excess = S->sim.peak_bytes - S->req->budget_bytes;
 		struct pl_cand *c, *f;
-		uint32_t n = pl_peak_candidates(S, &c), nf = 0, m;
+		uint32_t n, nf = 0, m;
+
+		/* a prefetch landing at the peak is moved after it first */
+		if (pl_delay_swapins(S)) {
+			p->iterations++;
+			if (pl_build(S, err) < 0) {
+				free(fwd_writers);
+				return -1;
+			}
+			continue;
+		}
+		n = pl_peak_candidates(S, &c);
 
 		/* Alg. 2: feasible swaps, largest first */
 		f = mp_xmalloc((n + 1) * sizeof(*f));

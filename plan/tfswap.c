@@ -30,7 +30,16 @@ int plan_tfswap(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 		return -1;
 	while (S->sim.peak_bytes > S->req->budget_bytes && p->iterations < PL_MAX_ROUNDS) {
 		struct pl_cand *c;
-		uint32_t n = pl_peak_candidates(S, &c), m = 0;
+		uint32_t n, m = 0;
+
+		/* a prefetch landing at the peak is moved after it first */
+		if (pl_delay_swapins(S)) {
+			p->iterations++;
+			if (pl_build(S, err) < 0)
+				return -1;
+			continue;
+		}
+		n = pl_peak_candidates(S, &c);
 
 		for (uint32_t k = 0; k < n; k++) {
 			enum mp_tensor_kind kind = net->tensors[c[k].t].kind;

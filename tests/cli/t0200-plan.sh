@@ -1,0 +1,54 @@
+#!/bin/sh
+# memplan plan: the known plan of examples/swap-chain.json, the refusals, the
+# plan and trace files, --planner all, bad options.
+. "$(dirname "$0")/../lib.sh"
+
+expect_run "swap-chain table" 0 --stdout plan-swap-chain.out -- \
+	memplan plan examples/swap-chain.json --budget 10200
+expect_run "swap-chain json" 0 --stdout plan-swap-chain.json -- \
+	memplan plan examples/swap-chain.json --budget 10200 --format json
+expect_run "swap-chain all" 0 --stdout plan-swap-chain-all.out -- \
+	memplan plan examples/swap-chain.json --budget 10200 --planner all
+expect_run "stall reported" 0 --stdout-grep "compute stalled 0.400 ms" -- \
+	memplan plan examples/swap-chain-stall.json --budget 10200 --planner tf-swap
+expect_run "fits already: nothing moved" 0 --stdout-grep "swapped +0 B out, 0 B in" -- \
+	memplan plan examples/swap-chain.json --budget 1M
+expect_run "below the layer-wise minimum" 1 \
+	--stderr "memplan: plan: budget 8.8 KiB is below the layer-wise minimum 9.6 KiB (step 10, backward 'c2')" -- \
+	memplan plan examples/swap-chain.json --budget 9000
+expect_run "no planner fits" 1 --stderr-grep "^memplan: plan: no planner fits 1.2 GiB; the smallest peak reached is .* \(.*, step [0-9]+, .*\)$" -- \
+	memplan plan examples/resnet50-b32.json --budget 1.2G
+
+# the plan file and the trace
+expect_run "write plan and trace" 0 -- \
+	memplan plan examples/swap-chain.json --budget 10200 -o "$TMP/plan.json" --trace "$TMP/trace.json"
+expect_run "plan file format" 0 --stdout-grep '"format": "memplan-plan/1"' -- cat "$TMP/plan.json"
+expect_run "plan file has the swap" 0 --stdout-grep '"action": "swap_in"' -- cat "$TMP/plan.json"
+expect_run "trace has compute track" 0 --stdout-grep '"name": "compute"' -- cat "$TMP/trace.json"
+expect_run "trace has h2d track" 0 --stdout-grep '"name": "host-to-device"' -- cat "$TMP/trace.json"
+expect_run "trace has d2h track" 0 --stdout-grep '"name": "device-to-host"' -- cat "$TMP/trace.json"
+expect_run "trace has a counter" 0 --stdout-grep '"ph": "C"' -- cat "$TMP/trace.json"
+
+# every example plans at 90% of its liveness peak without error
+for f in examples/*.json; do
+	peak=$(memplan analyze "$f" --strategy liveness --format json | sed -n 's/.*"peak_bytes": \([0-9]*\).*/\1/p' | tail -n 1)
+	expect_run "plan $f at 90%" 0 -- sh -c "'$MEMPLAN' plan '$f' --budget $((peak / 10 * 9)) --planner all >/dev/null; r=\$?; [ \$r -le 1 ]"
+done
+
+# workspace modes
+expect_run "workspace wr" 0 --stdout-grep "conv algorithms +conv.fwd winograd" -- \
+	memplan plan examples/workspace.json --budget 1M --workspace wr --workspace-limit 4K
+expect_run "workspace wd" 0 -- memplan plan examples/workspace.json --budget 1M --workspace wd --workspace-limit 8K
+expect_run "workspace none" 0 -- memplan plan examples/workspace.json --budget 1M --workspace none
+
+# bad usage
+expect_run "no budget" 2 --stderr-grep "plan: --budget is required" -- memplan plan examples/tiny.json
+expect_run "bad budget" 2 --stderr "memplan: --budget: 'lots' is not a size (expected a number with an optional unit such as 512M or 11G)" -- \
+	memplan plan examples/tiny.json --budget lots
+expect_run "bad planner" 2 --stderr "memplan: --planner: unknown planner 'magic' (auto, superneurons, tf-swap, tensile, all)" -- \
+	memplan plan examples/tiny.json --budget 1G --planner magic
+expect_run "bad workspace" 2 --stderr "memplan: --workspace: unknown mode 'big' (none, dynamic, wr, wd)" -- \
+	memplan plan examples/tiny.json --budget 1G --workspace big
+expect_run "unwritable plan" 2 --stderr-grep "^memplan: -o: cannot write '/nonexistent/p.json'" -- \
+	memplan plan examples/tiny.json --budget 1G -o /nonexistent/p.json
+done_testing

@@ -1,0 +1,152 @@
+/*
+ * Planners: plans known by hand, and properties on every example.
+ *
+ * examples/swap-chain.json (worked in its description): liveness peaks at
+ * 13800 B in big.fwd (params 800 + c1.out 4000 + c2.out 1000 + big.out 8000);
+ * under 10200 B the one plan is to swap c1.out out after c2.fwd (copy 0.5 ms,
+ * released at 2.5 ms, before big.fwd allocates at 3 ms) and back during
+ * m.bwd (9 ms to 9.5 ms, before c2.bwd at 10 ms): peak 10200 at c2.bwd
+ * (params 800 + c1.out 4000 + c2.dout 1000 + c1.dout 4000 + c2 grad 400),
+ * time 12 ms, no stall.  swap-chain-stall.json makes m.bwd 0.1 ms: the
+ * swap-in can start no earlier than m.bwd (earlier it lands on big.bwd's
+ * 13800) and ends 0.4 ms after c2.bwd could start: time 11.1 + 0.4 ms.
+ */
+#include <glob.h>
+#include <stdlib.h>
+
+#include "../../plan/plan.h"
+#include "unit.h"
+
+struct fixture {
+	struct mp_net *net;
+	struct mp_route route;
+	struct mp_plan_req req;
+};
+
+static int load(struct fixture *f, const char *path)
+{
+	struct mp_error err;
+
+	memset(f, 0, sizeof(*f));
+	f->net = net_load_file(path, &err);
+	if (!f->net) {
+		fprintf(stderr, "%s: %s\n", path, err.msg);
+		return -1;
+	}
+	if (route_build(f->net, &f->route, &err) < 0) {
+		fprintf(stderr, "%s: %s\n", path, err.msg);
+		net_free(f->net);
+		return -1;
+	}
+	if (f->net->has_device)
+		f->req.device = f->net->device;
+	else
+		device_default(&f->req.device);
+	f->req.ws_mode = MP_WS_DYNAMIC;
+	policy_opts_default(&f->req.popts);
+	return 0;
+}
+
+static void unload(struct fixture *f)
+{
+	route_release(&f->route);
+	net_free(f->net);
+}
+
+static void known(const char *path, double time_ms, double stall_ms)
+{
+	struct fixture f;
+	struct mp_error err;
+
+	if (load(&f, path) < 0) {
+		CHECK(0);
+		return;
+	}
+	f.req.budget_bytes = 10200;
+	for (int k = 0; k < MP_PLANNER__COUNT; k++) {
+		struct mp_plan p;
+
+		plan_init(&p);
+		CHECK(plan_run(f.net, &f.route, (enum mp_planner)k, &f.req, &p, &err) == 0);
+		CHECK(p.fits);
+		CHECK_U64(p.sim.peak_bytes, 10200);
+		CHECK_U64(p.sim.peak_step + 1, 10);
+		CHECK_U64(p.sim.d2h_bytes, 4000);
+		CHECK_U64(p.sim.h2d_bytes, 4000);
+		CHECK_U64(p.sim.n_recompute, 0);
+		CHECK_NEAR(p.sim.time_ms, time_ms, 1e-9);
+		CHECK_NEAR(p.sim.stall_ms, stall_ms, 1e-9);
+		plan_release(&p);
+	}
+	/* with room to spare every planner leaves the net alone */
+	f.req.budget_bytes = 13800;
+	for (int k = 0; k < MP_PLANNER__COUNT; k++) {
+		struct mp_plan p;
+
+		plan_init(&p);
+		CHECK(plan_run(f.net, &f.route, (enum mp_planner)k, &f.req, &p, &err) == 0);
+		CHECK(p.fits);
+		CHECK_U64(p.sim.n_swap_out, 0);
+		CHECK_U64(p.sim.n_recompute, 0);
+		CHECK_NEAR(p.overhead, 0, 1e-12);
+		plan_release(&p);
+	}
+	unload(&f);
+}
+
+/* Every example at 90, 70, 50 and 30% of its liveness peak: a plan that says
+ * it fits does, in the simulator; the arena holds its allocations and is
+ * never below the max-live bound. */
+static void budgets(const char *path)
+{
+	static const int pct[] = { 90, 70, 50, 30 };
+	struct fixture f;
+	struct mp_schedule s;
+	struct mp_sim live;
+	struct mp_error err;
+
+	if (load(&f, path) < 0) {
+		CHECK(0);
+		return;
+	}
+	sched_init(&s);
+	policy_build(f.net, &f.route, MP_STRAT_LIVENESS, &f.req.popts, &s, NULL);
+	CHECK(sim_run(f.net, &f.req.device, &s, &live, &err) == 0);
+	sched_release(&s);
+	printf("%-32s", path);
+	for (unsigned b = 0; b < sizeof(pct) / sizeof(pct[0]); b++) {
+		f.req.budget_bytes = live.peak_bytes / 100 * pct[b];
+		for (int k = 0; k < MP_PLANNER__COUNT; k++) {
+			struct mp_plan p;
+
+			plan_init(&p);
+			CHECK(plan_run(f.net, &f.route, (enum mp_planner)k, &f.req, &p, &err) == 0);
+			CHECK(p.fits == (p.sim.peak_bytes <= f.req.budget_bytes));
+			CHECK(p.sim.time_ms + 1e-9 >= p.sim.compute_ms);
+			plan_assign_arena(f.net, &p);
+			CHECK(p.arena_bytes >= p.max_live_bytes);
+			CHECK_U64(p.max_live_bytes, p.sim.peak_bytes);
+			printf(" %3d%%:%c%.3f", pct[b], p.fits ? '+' : '-',
+			       p.max_live_bytes ? (double)p.arena_bytes / (double)p.max_live_bytes : 0.0);
+			plan_release(&p);
+		}
+	}
+	printf("\n");
+	sim_release(&live);
+	unload(&f);
+}
+
+int main(void)
+{
+	glob_t g;
+
+	known("examples/swap-chain.json", 12.0, 0.0);
+	known("examples/swap-chain-stall.json", 11.5, 0.4);
+	printf("planners at 90/70/50/30%% of the liveness peak (+ fits, - cannot), arena / max-live:\n");
+	if (glob("examples/*.json", 0, NULL, &g) == 0) {
+		for (size_t i = 0; i < g.gl_pathc; i++)
+			budgets(g.gl_pathv[i]);
+		globfree(&g);
+	}
+	return unit_report("test_planners");
+}
