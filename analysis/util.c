@@ -204,12 +204,20 @@ struct mp_arena_chunk {
 
 void *mp_arena_alloc(struct mp_arena *a, size_t n)
 {
+	void *p = mp_arena_alloc_raw(a, n);
+
+	memset(p, 0, n);
+	return p;
+}
+
+void *mp_arena_alloc_raw(struct mp_arena *a, size_t n)
+{
 	struct mp_arena_chunk *c = a->head;
 	void *p;
 
 	n = (n + 15) & ~(size_t)15;
 	if (!c || c->cap - c->used < n) {
-		size_t cap = n > 65536 ? n : 65536;
+		size_t cap = n > (1u << 20) ? n : (1u << 20);
 
 		c = mp_xmalloc(sizeof(*c) + cap);
 		c->next = a->head;
@@ -219,7 +227,6 @@ void *mp_arena_alloc(struct mp_arena *a, size_t n)
 	}
 	p = c->data + c->used;
 	c->used += n;
-	memset(p, 0, n);
 	return p;
 }
 

@@ -64,6 +64,7 @@ struct mp_arena {
 	struct mp_arena_chunk *head;
 };
 void *mp_arena_alloc(struct mp_arena *a, size_t n); /* zeroed, 16-aligned */
+void *mp_arena_alloc_raw(struct mp_arena *a, size_t n); /* not zeroed */
 char *mp_arena_strdup(struct mp_arena *a, const char *s);
 void mp_arena_release(struct mp_arena *a);
 

@@ -61,6 +61,17 @@ static const char *op_name(const struct mp_net *net, int32_t op)
 	return op >= 0 ? net->ops[op].name : "-";
 }
 
+static const struct mp_net *sort_net;
+
+static int by_bytes_desc(const void *a, const void *b)
+{
+	uint64_t x = sort_net->tensors[*(const int32_t *)a].bytes, y = sort_net->tensors[*(const int32_t *)b].bytes;
+
+	if (x != y)
+		return x < y ? 1 : -1;
+	return *(const int32_t *)a - *(const int32_t *)b;
+}
+
 static json_t *strategy_json(const struct mp_net *net, const struct mp_strategy_result *r)
 {
 	const struct mp_sim *s = &r->sim;
@@ -85,8 +96,17 @@ static json_t *strategy_json(const struct mp_net *net, const struct mp_strategy_
 		json_object_set_new(o, "speed_centric_segments", json_integer(r->rinfo.segments_speed));
 		json_object_set_new(o, "memory_centric_segments", json_integer(r->rinfo.segments_memory));
 	}
-	for (uint32_t i = 0; i < s->n_peak_tensors; i++)
-		json_array_append_new(pt, json_string(net->tensors[s->peak_tensors[i]].name));
+	{
+		/* the largest 32, largest first: the baseline holds every tensor */
+		int32_t *ids = mp_xmalloc((s->n_peak_tensors + 1) * sizeof(*ids));
+
+		memcpy(ids, s->peak_tensors, s->n_peak_tensors * sizeof(*ids));
+		sort_net = net;
+		qsort(ids, s->n_peak_tensors, sizeof(*ids), by_bytes_desc);
+		for (uint32_t i = 0; i < s->n_peak_tensors && i < 32; i++)
+			json_array_append_new(pt, json_string(net->tensors[ids[i]].name));
+		free(ids);
+	}
 	json_object_set_new(o, "tensors_at_peak", pt);
 	return o;
 }
@@ -175,17 +195,6 @@ static void print_csv(const struct mp_net *net, const struct mp_analysis *a, uin
 		       (unsigned long long)r->sim.d2h_bytes, (unsigned long long)r->sim.h2d_bytes,
 		       r->sim.n_recompute);
 	}
-}
-
-static const struct mp_net *sort_net;
-
-static int by_bytes_desc(const void *a, const void *b)
-{
-	uint64_t x = sort_net->tensors[*(const int32_t *)a].bytes, y = sort_net->tensors[*(const int32_t *)b].bytes;
-
-	if (x != y)
-		return x < y ? 1 : -1;
-	return *(const int32_t *)a - *(const int32_t *)b;
 }
 
 /* The five largest tensors resident at the peak, largest first. */
