@@ -122,6 +122,7 @@ struct loader {
 	 * is a proper suffix of another.  The tensor and op maps are filled only
 	 * once explicit tensors or ops need lookups (maps_live). */
 	bool maps_live;
+	uint64_t total_bytes;    /* running total, see count_bytes */
 };
 
 static void maps_start(struct loader *L)
@@ -357,6 +358,18 @@ static int parse_dtype(struct loader *L, json_t *v, const char *path, enum mp_dt
 	return 0;
 }
 
+/* Every size joins a running total (a tensor and what lowering derives from
+ * it), capped at MP_MAX_NET_BYTES so that no sum memplan forms can overflow. */
+static int count_bytes(struct loader *L, uint64_t bytes, const char *key, const char *path)
+{
+	if (bytes > MP_MAX_NET_BYTES || L->total_bytes > MP_MAX_NET_BYTES - bytes) {
+		mp_error_set(L->err, "%s.%s: the net's tensors add up to more than the 64 PiB memplan accepts", path, key);
+		return -1;
+	}
+	L->total_bytes += bytes;
+	return 0;
+}
+
 static int parse_params(struct loader *L, struct lspec *s, json_t *obj, const char *path)
 {
 	json_t *params = json_object_get(obj, "params"), *pb = json_object_get(obj, "param_bytes");
@@ -401,11 +414,15 @@ static int parse_params(struct loader *L, struct lspec *s, json_t *obj, const ch
 				return -1;
 		}
 	}
-	for (uint32_t k = 0; k < s->n_params; k++)
+	for (uint32_t k = 0; k < s->n_params; k++) {
 		if (s->param_bytes[k] == 0) {
 			mp_error_set(L->err, "%s: parameter %u has zero bytes", path, k);
 			return -1;
 		}
+		/* a parameter, its gradient and up to two optimizer states */
+		if (count_bytes(L, 4 * s->param_bytes[k], params ? "params" : "param_bytes", path) < 0)
+			return -1;
+	}
 	return 0;
 }
 
@@ -565,6 +582,9 @@ static int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 		if (parse_size_pair(L, obj, path, s->dtype, &s->out_bytes, &s->elems, dims, &nd) < 0)
 			return -1;
 		s->batch = nd >= 1 && dims[0] <= UINT32_MAX ? (uint32_t)dims[0] : 1;
+		/* output, its gradient, and a mask or statistics */
+		if (count_bytes(L, 3 * s->out_bytes, json_object_get(obj, "shape") ? "shape" : "bytes", path) < 0)
+			return -1;
 		/* saved statistics: two float32 per normalised channel (bn, NCHW),
 		 * per row (layernorm, attention's log-sum-exp); without a shape,
 		 * bounded by one byte in 64 of the output */
@@ -586,7 +606,8 @@ static int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 		s->timed = true;
 	}
 	if ((v = json_object_get(obj, "workspace")) &&
-	    jget_size(v, jget_path(p, sizeof(p), path, "workspace"), &s->ws_bytes, L->err) < 0)
+	    (jget_size(v, jget_path(p, sizeof(p), path, "workspace"), &s->ws_bytes, L->err) < 0 ||
+	     count_bytes(L, 2 * s->ws_bytes, "workspace", path) < 0))
 		return -1;
 	if ((v = json_object_get(obj, "algos"))) {
 		if (parse_algos(L, s, v, jget_path(p, sizeof(p), path, "algos")) < 0)
@@ -1061,7 +1082,8 @@ static int parse_tensors(struct loader *L, json_t *arr)
 		if ((v = json_object_get(obj, "dtype")) &&
 		    parse_dtype(L, v, jget_path(p, sizeof(p), path, "dtype"), &dt) < 0)
 			return -1;
-		if (parse_size_pair(L, obj, path, dt, &bytes, &elems, NULL, NULL) < 0)
+		if (parse_size_pair(L, obj, path, dt, &bytes, &elems, NULL, NULL) < 0 ||
+		    count_bytes(L, bytes, json_object_get(obj, "shape") ? "shape" : "bytes", path) < 0)
 			return -1;
 		if (add_tensor_dt(L, mp_arena_strdup(&L->net->arena, name), bytes, kind, -1, dt) < 0) {
 			mp_error_set(L->err, "%s.name: duplicate tensor name '%s'", path, name);
@@ -1201,7 +1223,8 @@ static int parse_ops(struct loader *L, json_t *arr)
 		if ((v = json_object_get(obj, "workspace"))) {
 			uint64_t ws;
 
-			if (jget_size(v, jget_path(p, sizeof(p), path, "workspace"), &ws, L->err) < 0)
+			if (jget_size(v, jget_path(p, sizeof(p), path, "workspace"), &ws, L->err) < 0 ||
+			    count_bytes(L, ws, "workspace", path) < 0)
 				goto out;
 			if (ws) {
 				int32_t t = add_tensor(L, fmt_name(L->net, op->name, ".ws"), ws, MP_TK_WORKSPACE, -1);

@@ -47,6 +47,9 @@ static inline int mp_mul_u64(uint64_t a, uint64_t b, uint64_t *out)
 /* The largest size memplan accepts for one tensor or budget: 1 PiB. Anything
  * larger is a typo, not a network, and refusing it keeps sums far from 2^64. */
 #define MP_MAX_BYTES (UINT64_C(1) << 50)
+/* The most all of a net's tensors may add up to (64 PiB): sums of any
+ * subset then fit in int64 with room to spare. */
+#define MP_MAX_NET_BYTES (UINT64_C(1) << 56)
 
 /*
  * Parse a size: a non-negative integer or decimal with an optional binary
