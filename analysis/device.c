@@ -153,19 +153,19 @@ int device_from_json(json_t *obj, const char *path, struct mp_device *d,
 		return -1;
 	}
 	jget_path(p, sizeof(p), path, "h2d_gbps");
-	if (jget_positive(json_object_get(obj, "h2d_gbps"), p, &d->h2d_gbps, err) < 0)
+	if (jget_range(json_object_get(obj, "h2d_gbps"), p, 1e-6, 1e6, "GB/s", &d->h2d_gbps, err) < 0)
 		return -1;
 	jget_path(p, sizeof(p), path, "d2h_gbps");
-	if (jget_positive(json_object_get(obj, "d2h_gbps"), p, &d->d2h_gbps, err) < 0)
+	if (jget_range(json_object_get(obj, "d2h_gbps"), p, 1e-6, 1e6, "GB/s", &d->d2h_gbps, err) < 0)
 		return -1;
 	if ((v = json_object_get(obj, "latency_us"))) {
 		jget_path(p, sizeof(p), path, "latency_us");
-		if (jget_nonneg(v, p, &d->latency_us, err) < 0)
+		if (jget_range(v, p, 0, 1e9, "us", &d->latency_us, err) < 0)
 			return -1;
 	}
 	if ((v = json_object_get(obj, "mem_gbps"))) {
 		jget_path(p, sizeof(p), path, "mem_gbps");
-		if (jget_positive(v, p, &d->mem_gbps, err) < 0)
+		if (jget_range(v, p, 1e-6, 1e9, "GB/s", &d->mem_gbps, err) < 0)
 			return -1;
 	}
 	if ((v = json_object_get(obj, "tflops"))) {
@@ -183,7 +183,7 @@ int device_from_json(json_t *obj, const char *path, struct mp_device *d,
 				mp_error_set(err, "%s: unknown dtype", p);
 				return -1;
 			}
-			if (jget_nonneg(t, p, &d->tflops[dt], err) < 0)
+			if (jget_range(t, p, 0, 1e9, "TFLOPS", &d->tflops[dt], err) < 0)
 				return -1;
 		}
 	}
@@ -193,7 +193,6 @@ int device_from_json(json_t *obj, const char *path, struct mp_device *d,
 int device_resolve(const char *arg, struct mp_device *d, struct mp_error *err)
 {
 	const struct mp_device *c = device_find(arg);
-	json_error_t jerr;
 	json_t *root;
 	int rc;
 
@@ -205,12 +204,9 @@ int device_resolve(const char *arg, struct mp_device *d, struct mp_error *err)
 		mp_error_set(err, "unknown device '%s' (see 'memplan devices', or give a JSON file)", arg);
 		return -1;
 	}
-	root = json_load_file(arg, JSON_REJECT_DUPLICATES, &jerr);
+	root = mp_json_load_file(arg, err);
 	if (!root) {
-		if (jerr.line <= 0)
-			mp_error_set(err, "%s: %s", arg, jerr.text);
-		else
-			mp_error_set(err, "%s:%d:%d: invalid JSON: %s", arg, jerr.line, jerr.column, jerr.text);
+		mp_error_prefix(err, "%s: ", arg);
 		return -1;
 	}
 	rc = device_from_json(root, "", d, err);

@@ -3,7 +3,10 @@
  */
 #include "jget.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -146,6 +149,23 @@ int jget_positive(const json_t *v, const char *path, double *out,
 	return 0;
 }
 
+int jget_range(const json_t *v, const char *path, double lo, double hi,
+	       const char *unit, double *out, struct mp_error *err)
+{
+	if (get_number(v, path, out, err) < 0)
+		return -1;
+	if (*out < lo || *out > hi) {
+		if (lo > 0 && *out <= 0)
+			mp_error_set(err, "%s: must be positive, got %g %s", path, *out, unit);
+		else if (lo == 0 && *out < 0)
+			mp_error_set(err, "%s: must not be negative, got %g %s", path, *out, unit);
+		else
+			mp_error_set(err, "%s: must be between %g and %g %s, got %g", path, lo, hi, unit, *out);
+		return -1;
+	}
+	return 0;
+}
+
 int jget_int(const json_t *v, const char *path, int64_t lo, int64_t hi,
 	     int64_t *out, struct mp_error *err)
 {
@@ -171,3 +191,94 @@ int jget_bool(const json_t *v, const char *path, int *out, struct mp_error *err)
 	*out = json_is_true(v);
 	return 0;
 }
+
+/* Read a whole regular file: jansson's stream reader goes a byte at a time. */
+static char *slurp(const char *path, size_t *len, struct mp_error *err)
+{
+	struct stat st;
+	FILE *f = fopen(path, "rb");
+	size_t cap = 1 << 16, n = 0, got;
+	char *buf;
+
+	if (!f) {
+		mp_error_set(err, "cannot open: %s", strerror(errno));
+		return NULL;
+	}
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		mp_error_set(err, "is a directory, not a JSON file");
+		fclose(f);
+		return NULL;
+	}
+	buf = mp_xmalloc(cap);
+	while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
+		n += got;
+		if (n == cap)
+			buf = mp_xrealloc(buf, cap *= 2);
+	}
+	if (ferror(f)) {
+		mp_error_set(err, "cannot read: %s", strerror(errno));
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	fclose(f);
+	*len = n;
+	return buf;
+}
+
+/* Line and column (1-based) of byte off, for messages about raw bytes. */
+static void line_col(const char *buf, size_t off, int *line, int *col)
+{
+	const char *nl;
+
+	*line = 1;
+	*col = 1;
+	for (const char *p = buf; (nl = memchr(p, '\n', (size_t)(buf + off - p))); p = nl + 1) {
+		(*line)++;
+		*col = (int)(buf + off - nl);
+	}
+	if (*line == 1)
+		*col = (int)off + 1;
+}
+
+json_t *mp_json_load_file(const char *path, struct mp_error *err)
+{
+	json_error_t jerr;
+	json_t *root;
+	size_t len;
+	char *buf = slurp(path, &len, err);
+	const char *nul;
+
+	if (!buf)
+		return NULL;
+	if (len == 0) {
+		mp_error_set(err, "the file is empty (expected a JSON object)");
+		free(buf);
+		return NULL;
+	}
+	if (len >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3)) {
+		mp_error_set(err, "line 1, column 1: invalid JSON: the file starts with a byte order mark (save it as UTF-8 without BOM)");
+		free(buf);
+		return NULL;
+	}
+	if ((nul = memchr(buf, '\0', len))) {
+		int line, col;
+
+		line_col(buf, (size_t)(nul - buf), &line, &col);
+		mp_error_set(err, "line %d, column %d: invalid JSON: unexpected NUL byte", line, col);
+		free(buf);
+		return NULL;
+	}
+	/* JSON_ALLOW_NUL: a \u0000 escape reaches the typed readers, which name
+	 * the field it is in */
+	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+	free(buf);
+	if (!root) {
+		if (jerr.line <= 0)
+			mp_error_set(err, "%s", jerr.text);
+		else
+			mp_error_set(err, "line %d, column %d: invalid JSON: %s", jerr.line, jerr.column, jerr.text);
+	}
+	return root;
+}
+

@@ -33,6 +33,11 @@ static inline const char *jget_path(char *buf, size_t n, const char *path,
 	return buf;
 }
 
+/* Read and parse a whole JSON file (duplicate keys rejected; empty files,
+ * byte order marks and NUL bytes named); NULL with *err ("line 3, column 14:
+ * invalid JSON: ...", or why it cannot be read). */
+json_t *mp_json_load_file(const char *path, struct mp_error *err);
+
 /* A short description of a JSON value's type for messages ("a string"). */
 const char *jget_type(const json_t *v);
 
@@ -58,6 +63,19 @@ int jget_nonneg(const json_t *v, const char *path, double *out,
 /* A positive finite number (bandwidths). */
 int jget_positive(const json_t *v, const char *path, double *out,
 		  struct mp_error *err);
+
+/* A finite number in [lo, hi]; unit names it in the message ("ms"). */
+int jget_range(const json_t *v, const char *path, double lo, double hi,
+	       const char *unit, double *out, struct mp_error *err);
+
+/* A duration in milliseconds: [0, 1e9] (an op of more than 11 days is a typo
+ * and would make sums meaningless). */
+#define MP_MAX_MS 1e9
+static inline int jget_ms(const json_t *v, const char *path, double *out,
+			  struct mp_error *err)
+{
+	return jget_range(v, path, 0, MP_MAX_MS, "ms", out, err);
+}
 
 /* An integer in [lo, hi]. */
 int jget_int(const json_t *v, const char *path, int64_t lo, int64_t hi,

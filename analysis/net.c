@@ -8,6 +8,7 @@
 #include "net.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,22 +205,52 @@ static struct mp_op *add_op(struct loader *L, const char *name, enum mp_phase ph
 	op->ws = -1;
 	op->fwd = -1;
 	op->index = (uint32_t)*id;
+	op->json_index = -1;
 	return op;
 }
 
-/* Small growable id list used while building an op's inputs and outputs. */
+/* Growable id list used while building an op's inputs and outputs, with
+ * O(1) deduplication: mark[id] == gen for ids already in the current list
+ * (an op may list 10^5 inputs; a scan per add would be quadratic). */
 struct idlist {
 	uint32_t n, cap;
 	int32_t *v;
+	uint32_t *pos;          /* [n] JSON position of each id (explicit ops) */
+	uint32_t mark_cap, gen;
+	uint32_t *mark;         /* [mark_cap] */
 };
+
+/* Add id; returns 1 if it was new in this list. */
+static int idl_add_at(struct idlist *l, int32_t id, uint32_t json_pos)
+{
+	if ((uint32_t)id >= l->mark_cap) {
+		uint32_t old = l->mark_cap;
+
+		mp_grow((void **)&l->mark, &l->mark_cap, (uint32_t)id + 1, sizeof(*l->mark));
+		memset(l->mark + old, 0, (l->mark_cap - old) * sizeof(*l->mark));
+	}
+	if (l->gen == 0)
+		l->gen = 1;
+	if (l->mark[id] == l->gen)
+		return 0;
+	l->mark[id] = l->gen;
+	mp_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v));
+	l->pos = mp_xrealloc(l->pos, l->cap * sizeof(*l->pos));
+	l->pos[l->n] = json_pos;
+	l->v[l->n++] = id;
+	return 1;
+}
 
 static void idl_add(struct idlist *l, int32_t id)
 {
-	for (uint32_t i = 0; i < l->n; i++)
-		if (l->v[i] == id)
-			return;
-	mp_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v));
-	l->v[l->n++] = id;
+	idl_add_at(l, id, 0);
+}
+
+static void idl_release(struct idlist *l)
+{
+	free(l->v);
+	free(l->pos);
+	free(l->mark);
 }
 
 static int32_t *idl_commit(struct mp_net *net, struct idlist *l, uint32_t *n)
@@ -230,6 +261,7 @@ static int32_t *idl_commit(struct mp_net *net, struct idlist *l, uint32_t *n)
 		memcpy(a, l->v, l->n * sizeof(*a));
 	*n = l->n;
 	l->n = 0;
+	l->gen++;
 	return a;
 }
 
@@ -251,11 +283,8 @@ static int parse_time_obj(struct loader *L, json_t *v, const char *path,
 
 		if (!x)
 			continue;
-		if (jget_nonneg(x, jget_path(p, sizeof(p), path, names[i]), &ms[i], L->err) < 0) {
-			if (json_is_number(x) && ms[i] < 0)
-				mp_error_set(L->err, "%s: time must not be negative, got %g ms", p, ms[i]);
+		if (jget_ms(x, jget_path(p, sizeof(p), path, names[i]), &ms[i], L->err) < 0)
 			return -1;
-		}
 	}
 	return 0;
 }
@@ -416,7 +445,11 @@ static int parse_params(struct loader *L, struct lspec *s, json_t *obj, const ch
 	}
 	for (uint32_t k = 0; k < s->n_params; k++) {
 		if (s->param_bytes[k] == 0) {
-			mp_error_set(L->err, "%s: parameter %u has zero bytes", path, k);
+			/* only param_bytes can say zero: a shape's dimensions are >= 1 */
+			if (json_is_array(pb))
+				mp_error_set(L->err, "%s.param_bytes[%u]: must be positive", path, k);
+			else
+				mp_error_set(L->err, "%s.param_bytes: must be positive", path);
 			return -1;
 		}
 		/* a parameter, its gradient and up to two optimizer states */
@@ -655,7 +688,7 @@ static int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 	if (s->type == MP_L_RESHAPE)
 		s->inplace = true;
 	if ((v = json_object_get(obj, "comment")) && !json_is_string(v)) {
-		mp_error_set(L->err, "%s.comment: expected a string", path);
+		mp_error_set(L->err, "%s.comment: expected a string, got %s", path, jget_type(v));
 		return -1;
 	}
 	return 0;
@@ -676,6 +709,19 @@ static int check_inplace(struct loader *L, uint32_t idx)
 	struct lspec *s = &L->ls[idx];
 	char path[64];
 
+	if (s->type == MP_L_RESHAPE) {
+		if (s->n_inputs != 1) {
+			mp_error_set(L->err, "layers[%u].inputs: a reshape layer has exactly one input", idx);
+			return -1;
+		}
+		if (s->out_bytes != L->ls[s->inputs[0]].out_bytes) {
+			mp_error_set(L->err, "layers[%u].shape: a reshape keeps its input's size: '%s' is %llu bytes, its input '%s' is %llu bytes",
+				     idx, s->name, (unsigned long long)s->out_bytes, L->ls[s->inputs[0]].name,
+				     (unsigned long long)L->ls[s->inputs[0]].out_bytes);
+			return -1;
+		}
+		return 0; /* a view writes nothing */
+	}
 	snprintf(path, sizeof(path), "layers[%u].inplace", idx);
 	if (s->n_inputs != 1) {
 		mp_error_set(L->err, "%s: an in-place layer has exactly one input", path);
@@ -687,8 +733,6 @@ static int check_inplace(struct loader *L, uint32_t idx)
 			     L->ls[s->inputs[0]].name, (unsigned long long)L->ls[s->inputs[0]].out_bytes);
 		return -1;
 	}
-	if (s->type == MP_L_RESHAPE)
-		return 0; /* a view writes nothing */
 	if (s->needs_grad && (s->saves & SAVE_INPUT)) {
 		mp_error_set(L->err, "%s: '%s' saves its input for backward, which updating it in place destroys", path, s->name);
 		return -1;
@@ -1025,8 +1069,8 @@ dup_tensor:
 dup_op:
 	mp_error_set(L->err, "a generated op name collides with another op; rename the layer");
 out:
-	free(in.v);
-	free(out.v);
+	idl_release(&in);
+	idl_release(&out);
 	free(dout);
 	return rc;
 }
@@ -1079,6 +1123,10 @@ static int parse_tensors(struct loader *L, json_t *arr)
 		if ((v = json_object_get(obj, "kind")) &&
 		    parse_kind(L, v, jget_path(p, sizeof(p), path, "kind"), &kind) < 0)
 			return -1;
+		if ((v = json_object_get(obj, "comment")) && !json_is_string(v)) {
+			mp_error_set(L->err, "%s.comment: expected a string, got %s", path, jget_type(v));
+			return -1;
+		}
 		if ((v = json_object_get(obj, "dtype")) &&
 		    parse_dtype(L, v, jget_path(p, sizeof(p), path, "dtype"), &dt) < 0)
 			return -1;
@@ -1115,7 +1163,7 @@ static int parse_tensor_list(struct loader *L, json_t *v, const char *path,
 			mp_error_set(L->err, "%s: no tensor named '%s'", p, nm);
 			return -1;
 		}
-		idl_add(l, id);
+		idl_add_at(l, id, (uint32_t)i);
 	}
 	return 0;
 }
@@ -1152,6 +1200,10 @@ static int parse_ops(struct loader *L, json_t *arr)
 		}
 		if (jget_string(v, jget_path(p, sizeof(p), path, "name"), &name, L->err) < 0)
 			goto out;
+		if ((v = json_object_get(obj, "comment")) && !json_is_string(v)) {
+			mp_error_set(L->err, "%s.comment: expected a string, got %s", path, jget_type(v));
+			goto out;
+		}
 		if ((v = json_object_get(obj, "phase"))) {
 			const char *s;
 
@@ -1199,12 +1251,16 @@ static int parse_ops(struct loader *L, json_t *arr)
 			goto out;
 		}
 		op->index = L->net->n_layers * 3 + (uint32_t)i;
+		op->json_index = (int32_t)i;
 		op->batch = 1;
 		op->recomputable = ph == MP_PHASE_FWD;
+		op->in_json = arena_array(L->net, in.n, sizeof(*op->in_json));
+		if (in.n)
+			memcpy(op->in_json, in.pos, in.n * sizeof(*op->in_json));
 		op->in = idl_commit(L->net, &in, &op->n_in);
 		op->out = idl_commit(L->net, &out, &op->n_out);
 		if ((v = json_object_get(obj, "time"))) {
-			if (jget_nonneg(v, jget_path(p, sizeof(p), path, "time"), &op->ms, L->err) < 0)
+			if (jget_ms(v, jget_path(p, sizeof(p), path, "time"), &op->ms, L->err) < 0)
 				goto out;
 		} else {
 			L->net->n_untimed++;
@@ -1263,7 +1319,7 @@ static int parse_ops(struct loader *L, json_t *arr)
 				if (jget_string(x, jget_path(p, sizeof(p), q, "name"), &an, L->err) < 0)
 					goto out;
 				al->name = mp_arena_strdup(&L->net->arena, an);
-				if (jget_nonneg(json_object_get(a, "time"), jget_path(p, sizeof(p), q, "time"), &al->ms, L->err) < 0)
+				if (jget_ms(json_object_get(a, "time"), jget_path(p, sizeof(p), q, "time"), &al->ms, L->err) < 0)
 					goto out;
 				if ((x = json_object_get(a, "workspace")) &&
 				    jget_size(x, jget_path(p, sizeof(p), q, "workspace"), &al->workspace_bytes, L->err) < 0)
@@ -1286,8 +1342,8 @@ static int parse_ops(struct loader *L, json_t *arr)
 	}
 	rc = 0;
 out:
-	free(in.v);
-	free(out.v);
+	idl_release(&in);
+	idl_release(&out);
 	return rc;
 }
 
@@ -1359,6 +1415,13 @@ static int parse_layers(struct loader *L, json_t *arr)
 	return rc;
 }
 
+/* The position in the JSON "inputs" array of an explicit op's k-th distinct
+ * input (inputs were deduplicated while loading). */
+static uint32_t in_index(const struct mp_op *op, uint32_t k)
+{
+	return op->in_json ? op->in_json[k] : k;
+}
+
 /* Producers, resident-at-start tensors, and reads of never-written tensors. */
 static int finish(struct loader *L)
 {
@@ -1379,15 +1442,19 @@ static int finish(struct loader *L)
 
 		for (uint32_t k = 0; k < op->n_in; k++) {
 			const struct mp_tensor *t = &net->tensors[op->in[k]];
+			char where[64] = "";
 
-			if (t->producer < 0 && t->kind != MP_TK_PARAM && t->kind != MP_TK_OPT_STATE &&
-			    t->kind != MP_TK_INPUT) {
-				mp_error_set(L->err, "op '%s' reads '%s', which no op writes (give it kind \"input\" or \"parameter\" if it exists before the iteration)",
-					     op->name, t->name);
+			if (op->json_index >= 0)
+				snprintf(where, sizeof(where), "ops[%d].inputs[%u]: ", op->json_index, in_index(op, k));
+			if (t->kind == MP_TK_WORKSPACE) {
+				mp_error_set(L->err, "%sop '%s' reads workspace tensor '%s'; workspace lives only inside its op",
+					     where, op->name, t->name);
 				return -1;
 			}
-			if (t->kind == MP_TK_WORKSPACE) {
-				mp_error_set(L->err, "op '%s' reads workspace tensor '%s'; workspace lives only inside its op", op->name, t->name);
+			if (t->producer < 0 && t->kind != MP_TK_PARAM && t->kind != MP_TK_OPT_STATE &&
+			    t->kind != MP_TK_INPUT) {
+				mp_error_set(L->err, "%sop '%s' reads '%s', which no op writes (give it kind \"input\" or \"parameter\" if it exists before the iteration)",
+					     where, op->name, t->name);
 				return -1;
 			}
 		}
@@ -1425,8 +1492,10 @@ struct mp_net *net_load_json(json_t *root, struct mp_error *err)
 	if (!json_is_string(v) || strcmp(json_string_value(v), "memplan-net/1")) {
 		if (json_is_string(v) && !strcmp(json_string_value(v), "memplan-plan/1"))
 			mp_error_set(err, "format: this is a plan, not a net (memplan verify reads plans)");
+		else if (json_is_string(v))
+			mp_error_set(err, "format: expected \"memplan-net/1\", got \"%.64s\"", json_string_value(v));
 		else
-			mp_error_set(err, "format: expected \"memplan-net/1\"");
+			mp_error_set(err, "format: expected \"memplan-net/1\", got %s", jget_type(v));
 		goto fail;
 	}
 	if (jget_check_keys(root, "", keys, err) < 0)
@@ -1501,54 +1570,6 @@ fail:
 	mp_strmap_release(&L.layer_names);
 	net_free(net);
 	return NULL;
-}
-
-/* Read a whole regular file: jansson's stream reader goes a byte at a time. */
-static char *slurp(const char *path, size_t *len, struct mp_error *err)
-{
-	FILE *f = fopen(path, "rb");
-	size_t cap = 1 << 16, n = 0, got;
-	char *buf;
-
-	if (!f) {
-		mp_error_set(err, "cannot open: %s", strerror(errno));
-		return NULL;
-	}
-	buf = mp_xmalloc(cap);
-	while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
-		n += got;
-		if (n == cap)
-			buf = mp_xrealloc(buf, cap *= 2);
-	}
-	if (ferror(f)) {
-		mp_error_set(err, "cannot read: %s", errno == EISDIR ? "is a directory" : strerror(errno));
-		fclose(f);
-		free(buf);
-		return NULL;
-	}
-	fclose(f);
-	*len = n;
-	return buf;
-}
-
-json_t *mp_json_load_file(const char *path, struct mp_error *err)
-{
-	json_error_t jerr;
-	json_t *root;
-	size_t len;
-	char *buf = slurp(path, &len, err);
-
-	if (!buf)
-		return NULL;
-	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
-	free(buf);
-	if (!root) {
-		if (jerr.line <= 0)
-			mp_error_set(err, "%s", jerr.text);
-		else
-			mp_error_set(err, "line %d, column %d: invalid JSON: %s", jerr.line, jerr.column, jerr.text);
-	}
-	return root;
 }
 
 struct mp_net *net_load_file_json(const char *path, json_t **root_out, struct mp_error *err)

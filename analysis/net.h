@@ -77,6 +77,8 @@ struct mp_op {
 	bool recomputable;     /* forward op that may be re-run to rebuild outputs */
 	uint32_t index;        /* position in file order, for deterministic routes */
 	uint32_t batch;        /* samples (first dimension of the layer's shape), 1 if unknown */
+	int32_t json_index;    /* explicit ops: index in "ops" (for error paths); else -1 */
+	uint32_t *in_json;     /* explicit ops: [n_in] index in "inputs" of each; else NULL */
 };
 
 struct mp_layer {
@@ -114,9 +116,7 @@ struct mp_net *net_load_json(json_t *root, struct mp_error *err);
 /* As net_load_file, also handing back the parsed JSON (*root: the caller's
  * reference, NULL on failure). */
 struct mp_net *net_load_file_json(const char *path, json_t **root, struct mp_error *err);
-/* Read and parse a whole JSON file (duplicate keys rejected); NULL with
- * *err ("line 3, column 14: invalid JSON: ...", or why it cannot be read). */
-json_t *mp_json_load_file(const char *path, struct mp_error *err);
+
 void net_free(struct mp_net *net);
 
 /* Bytes of a tensor kind summed over the net (checked: sizes are <= 1 PiB). */

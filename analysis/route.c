@@ -29,119 +29,200 @@ static int persistent(const struct mp_tensor *t)
 	return t->kind == MP_TK_PARAM || t->kind == MP_TK_OPT_STATE || t->producer < 0;
 }
 
-static int op_writes(const struct mp_op *op, int32_t t)
+/* "ops[2].inputs[1]: " for an explicit op's k-th input; "" for lowered ops,
+ * whose names already say which layer they come from. */
+static const char *where(const struct mp_op *op, uint32_t k, char *buf, size_t n)
 {
-	for (uint32_t k = 0; k < op->n_out; k++)
-		if (op->out[k] == t)
-			return 1;
-	return 0;
+	if (op->json_index < 0) {
+		buf[0] = '\0';
+		return buf;
+	}
+	snprintf(buf, n, "ops[%d].inputs[%u]: ", op->json_index, op->in_json ? op->in_json[k] : k);
+	return buf;
 }
 
-static int op_reads(const struct mp_op *op, int32_t t)
+/* A dependency edge while building: source node -> destination node. */
+struct edge {
+	uint32_t src, dst;
+};
+
+static void add_edge(struct edge **e, uint32_t *n, uint32_t *cap, uint32_t src, uint32_t dst)
 {
-	for (uint32_t k = 0; k < op->n_in; k++)
-		if (op->in[k] == t)
-			return 1;
-	return 0;
+	mp_grow((void **)e, cap, *n + 1, sizeof(**e));
+	(*e)[(*n)++] = (struct edge){ src, dst };
 }
 
 int route_build(const struct mp_net *net, struct mp_route *r, struct mp_error *err)
 {
+	char wb[64];
 	uint32_t n = net->n_ops, nt = net->n_tensors;
 	uint32_t *wstart = mp_xcalloc(nt + 1, sizeof(*wstart)), *wlist, *fill;
-	uint32_t *npred = mp_xcalloc(n, sizeof(*npred)), *cnt = mp_xcalloc(n, sizeof(*cnt));
-	int32_t *mark = mp_xmalloc(n * sizeof(*mark));
+	uint8_t *wreads;           /* [writers] the writer also reads the tensor */
+	uint32_t *inmark = mp_xcalloc(nt + 1, sizeof(*inmark)), *outmark = mp_xcalloc(nt + 1, sizeof(*outmark));
+	/* per (tensor, phase): writers of the phase, all and pure (not reading
+	 * it), the single one when there is one, and the barrier node standing
+	 * for several (UINT32_MAX until needed) */
+	uint32_t *n_all = mp_xcalloc(3 * (size_t)nt + 1, sizeof(*n_all));
+	uint32_t *n_pure = mp_xcalloc(3 * (size_t)nt + 1, sizeof(*n_pure));
+	uint32_t *one_all = mp_xmalloc((3 * (size_t)nt + 1) * sizeof(*one_all));
+	uint32_t *one_pure = mp_xmalloc((3 * (size_t)nt + 1) * sizeof(*one_pure));
+	uint32_t *bar_all = mp_xmalloc((3 * (size_t)nt + 1) * sizeof(*bar_all));
+	uint32_t *bar_pure = mp_xmalloc((3 * (size_t)nt + 1) * sizeof(*bar_pure));
+	uint8_t *min_phase = mp_xmalloc(nt + 1);
+	uint32_t *mark = NULL, n_nodes = n, cap_bar = 0, *bar_phase = NULL;
+	uint32_t *npred = NULL, *cnt = NULL, *cstart = NULL;
+	struct edge *el = NULL;
+	uint32_t n_el = 0, cap_el = 0;
 	struct child *edges = NULL;
-	uint32_t n_edges = 0, cap_edges = 0, *cstart;
-	int64_t *key = mp_xmalloc(n * sizeof(*key));
-	struct { int32_t op; uint32_t next; } *stack = mp_xmalloc(n * sizeof(*stack));
+	int64_t *key = NULL;
+	struct { uint32_t node, next; } *stack = NULL;
 	int rc = -1;
 
 	memset(r, 0, sizeof(*r));
-	r->op = mp_xmalloc(n * sizeof(*r->op));
-	r->pos = mp_xmalloc(n * sizeof(*r->pos));
-	for (uint32_t i = 0; i < n; i++) {
-		mark[i] = -1;
+	r->op = mp_xmalloc((n + 1) * sizeof(*r->op));
+	r->pos = mp_xmalloc((n + 1) * sizeof(*r->pos));
+	for (uint32_t i = 0; i < n; i++)
 		r->pos[i] = UINT32_MAX;
-	}
-	/* writers of each tensor (CSR) */
+	for (size_t i = 0; i < 3 * (size_t)nt; i++)
+		bar_all[i] = bar_pure[i] = UINT32_MAX;
+	memset(min_phase, 3, nt + 1);
+	/* writers of each tensor (CSR), and whether each also reads it */
 	for (uint32_t o = 0; o < n; o++)
 		for (uint32_t k = 0; k < net->ops[o].n_out; k++)
 			wstart[net->ops[o].out[k] + 1]++;
 	for (uint32_t t = 0; t < nt; t++)
 		wstart[t + 1] += wstart[t];
 	wlist = mp_xmalloc((wstart[nt] + 1) * sizeof(*wlist));
+	wreads = mp_xcalloc(wstart[nt] + 1, 1);
 	fill = mp_xcalloc(nt + 1, sizeof(*fill));
-	for (uint32_t o = 0; o < n; o++)
-		for (uint32_t k = 0; k < net->ops[o].n_out; k++) {
-			int32_t t = net->ops[o].out[k];
-
-			wlist[wstart[t] + fill[t]++] = o;
-		}
-	free(fill);
-	/* edges pred -> op within a phase; cross-phase reads must look backward */
 	for (uint32_t o = 0; o < n; o++) {
 		const struct mp_op *op = &net->ops[o];
 
+		for (uint32_t k = 0; k < op->n_in; k++)
+			inmark[op->in[k]] = o + 1;
+		for (uint32_t k = 0; k < op->n_out; k++) {
+			int32_t t = op->out[k];
+			uint32_t slot = wstart[t] + fill[t]++;
+			size_t tp = 3 * (size_t)t + op->phase;
+
+			wlist[slot] = o;
+			wreads[slot] = inmark[t] == o + 1;
+			if (op->phase < min_phase[t])
+				min_phase[t] = (uint8_t)op->phase;
+			if (n_all[tp]++ == 0)
+				one_all[tp] = o;
+			if (!wreads[slot] && n_pure[tp]++ == 0)
+				one_pure[tp] = o;
+		}
+	}
+	free(fill);
+	/* dependencies within a phase: a reader waits for the writers of what it
+	 * reads (an in-place updater, for the pure writers only).  Several
+	 * writers are joined by one barrier node, so W writers and R readers of
+	 * one tensor cost W + R edges, not W * R.  Cross-phase reads must look
+	 * backward: a later phase runs later. */
+	for (uint32_t o = 0; o < n; o++) {
+		const struct mp_op *op = &net->ops[o];
+
+		for (uint32_t k = 0; k < op->n_out; k++)
+			outmark[op->out[k]] = o + 1;
 		for (uint32_t k = 0; k < op->n_in; k++) {
 			int32_t t = op->in[k];
-			int inplace = op_writes(op, t), earlier = persistent(&net->tensors[t]);
+			int inplace = outmark[t] == o + 1;
+			size_t tp = 3 * (size_t)t + op->phase;
+			uint32_t cnt_w = inplace ? n_pure[tp] : n_all[tp], *bar = inplace ? &bar_pure[tp] : &bar_all[tp];
+			int earlier = persistent(&net->tensors[t]) || min_phase[t] < op->phase || cnt_w > 0;
 
-			for (uint32_t w = wstart[t]; w < wstart[t + 1]; w++) {
-				uint32_t p = wlist[w];
-				const struct mp_op *pop = &net->ops[p];
-
-				if (pop->phase < op->phase)
-					earlier = 1;
-				if (p == o || pop->phase != op->phase)
-					continue;
-				/* an in-place updater waits only for the pure producers */
-				if (inplace && op_reads(pop, t))
-					continue;
-				earlier = 1;
-				if (mark[p] == (int32_t)o)
-					continue;
-				mark[p] = (int32_t)o;
-				npred[o]++;
-				mp_grow((void **)&edges, &cap_edges, n_edges + 1, sizeof(*edges));
-				edges[n_edges].key = p;   /* temporarily: source */
-				edges[n_edges++].op = (int32_t)o;
-			}
 			if (!earlier) {
-				mp_error_set(err, "%s op '%s' reads '%s', which only a later phase writes",
-					     mp_phase_name(op->phase), op->name, net->tensors[t].name);
+				int only_self = wstart[t + 1] - wstart[t] == 1 && wlist[wstart[t]] == o;
+
+				if (only_self)
+					mp_error_set(err, "%sop '%s' reads '%s', which no earlier op writes",
+						     where(op, k, wb, sizeof(wb)), op->name, net->tensors[t].name);
+				else
+					mp_error_set(err, "%s%s op '%s' reads '%s', which only a later phase writes",
+						     where(op, k, wb, sizeof(wb)), mp_phase_name(op->phase), op->name,
+						     net->tensors[t].name);
 				goto out;
 			}
+			if (cnt_w == 1) {
+				uint32_t w = inplace ? one_pure[tp] : one_all[tp];
+
+				if (w != o)
+					add_edge(&el, &n_el, &cap_el, w, o);
+				continue;
+			}
+			if (cnt_w == 0)
+				continue;
+			if (*bar == UINT32_MAX) {
+				*bar = n_nodes++;
+				mp_grow((void **)&bar_phase, &cap_bar, *bar - n + 1, sizeof(*bar_phase));
+				bar_phase[*bar - n] = op->phase;
+				for (uint32_t w = wstart[t]; w < wstart[t + 1]; w++)
+					if (net->ops[wlist[w]].phase == op->phase && !(inplace && wreads[w]))
+						add_edge(&el, &n_el, &cap_el, wlist[w], *bar);
+			}
+			add_edge(&el, &n_el, &cap_el, *bar, o);
 		}
 	}
-	/* forward keys first: file order */
+	/* children of each node (CSR), deduplicated per destination */
+	npred = mp_xcalloc(n_nodes + 1, sizeof(*npred));
+	cnt = mp_xcalloc(n_nodes + 1, sizeof(*cnt));
+	mark = mp_xmalloc((n_nodes + 1) * sizeof(*mark));
+	key = mp_xmalloc((n_nodes + 1) * sizeof(*key));
+	stack = mp_xmalloc((n_nodes + 1) * sizeof(*stack));
+	cstart = mp_xcalloc(n_nodes + 2, sizeof(*cstart));
+	edges = mp_xmalloc((n_el + 1) * sizeof(*edges));
+	{
+		uint32_t *f = mp_xcalloc(n_nodes + 1, sizeof(*f)), kept = 0;
+
+		/* drop duplicate (src, dst) pairs: an op reading two tensors of one
+		 * writer depends on it once */
+		for (uint32_t i = 0; i <= n_nodes; i++)
+			mark[i] = UINT32_MAX;
+		{
+			/* group by destination to dedupe with one mark per source */
+			uint32_t *dstart = mp_xcalloc(n_nodes + 2, sizeof(*dstart)), *dl;
+
+			for (uint32_t e = 0; e < n_el; e++)
+				dstart[el[e].dst + 1]++;
+			for (uint32_t v = 0; v < n_nodes; v++)
+				dstart[v + 1] += dstart[v];
+			dl = mp_xmalloc((n_el + 1) * sizeof(*dl));
+			for (uint32_t e = 0; e < n_el; e++)
+				dl[dstart[el[e].dst] + f[el[e].dst]++] = el[e].src;
+			for (uint32_t v = 0; v < n_nodes; v++)
+				for (uint32_t e = dstart[v]; e < dstart[v + 1]; e++) {
+					uint32_t src = dl[e];
+
+					if (mark[src] == v)
+						continue;
+					mark[src] = v;
+					el[kept++] = (struct edge){ src, v };
+					npred[v]++;
+				}
+			free(dstart);
+			free(dl);
+			n_el = kept;
+		}
+		memset(f, 0, (n_nodes + 1) * sizeof(*f));
+		for (uint32_t e = 0; e < n_el; e++)
+			cstart[el[e].src + 1]++;
+		for (uint32_t v = 0; v < n_nodes; v++)
+			cstart[v + 1] += cstart[v];
+		for (uint32_t e = 0; e < n_el; e++)
+			edges[cstart[el[e].src] + f[el[e].src]++].op = (int32_t)el[e].dst;
+		free(f);
+	}
 	for (uint32_t o = 0; o < n; o++)
 		key[o] = net->ops[o].index;
-	/* children lists by source, sorted by the child's key */
-	cstart = mp_xcalloc(n + 1, sizeof(*cstart));
-	{
-		struct child *sorted = mp_xmalloc((n_edges + 1) * sizeof(*sorted));
-		uint32_t *f = mp_xcalloc(n + 1, sizeof(*f));
-
-		for (uint32_t e = 0; e < n_edges; e++)
-			cstart[edges[e].key + 1]++;
-		for (uint32_t o = 0; o < n; o++)
-			cstart[o + 1] += cstart[o];
-		for (uint32_t e = 0; e < n_edges; e++) {
-			uint32_t s = (uint32_t)edges[e].key;
-
-			sorted[cstart[s] + f[s]++].op = edges[e].op;
-		}
-		free(f);
-		free(edges);
-		edges = sorted;
-	}
 	for (int ph = MP_PHASE_FWD; ph <= MP_PHASE_OPT; ph++) {
 		struct child *roots = mp_xmalloc((n + 1) * sizeof(*roots));
 		uint32_t n_roots = 0, start = r->n;
 
 		/* keys: forward by file order; backward by reverse forward step of
-		 * the layer's forward op; optimizer by forward step */
+		 * the layer's forward op; optimizer by forward step; a barrier
+		 * takes its first reader's */
 		for (uint32_t o = 0; o < n; o++) {
 			const struct mp_op *op = &net->ops[o];
 
@@ -156,37 +237,46 @@ int route_build(const struct mp_net *net, struct mp_route *r, struct mp_error *e
 			if (npred[o] == 0)
 				roots[n_roots++] = (struct child){ key[o], (int32_t)o };
 		}
-		for (uint32_t o = 0; o < n; o++)
-			if ((int)net->ops[o].phase == ph)
-				for (uint32_t e = cstart[o]; e < cstart[o + 1]; e++)
-					edges[e].key = key[edges[e].op];
-		for (uint32_t o = 0; o < n; o++)
-			if ((int)net->ops[o].phase == ph && cstart[o + 1] - cstart[o] > 1)
-				qsort(edges + cstart[o], cstart[o + 1] - cstart[o], sizeof(*edges), cmp_child);
+		for (uint32_t b = n; b < n_nodes; b++) {
+			if ((int)bar_phase[b - n] != ph)
+				continue;
+			key[b] = INT64_MAX;
+			for (uint32_t e = cstart[b]; e < cstart[b + 1]; e++)
+				if (key[edges[e].op] < key[b])
+					key[b] = key[edges[e].op];
+		}
+		for (uint32_t v = 0; v < n_nodes; v++) {
+			if ((v < n ? (int)net->ops[v].phase : (int)bar_phase[v - n]) != ph)
+				continue;
+			for (uint32_t e = cstart[v]; e < cstart[v + 1]; e++)
+				edges[e].key = key[edges[e].op];
+			if (cstart[v + 1] - cstart[v] > 1)
+				qsort(edges + cstart[v], cstart[v + 1] - cstart[v], sizeof(*edges), cmp_child);
+		}
 		qsort(roots, n_roots, sizeof(*roots), cmp_child);
 		for (uint32_t ri = 0; ri < n_roots; ri++) {
 			uint32_t sp = 0;
 
-			stack[sp].op = roots[ri].op;
+			stack[sp].node = (uint32_t)roots[ri].op;
 			stack[sp++].next = cstart[roots[ri].op];
 			r->pos[roots[ri].op] = r->n;
 			r->op[r->n++] = roots[ri].op;
 			while (sp) {
-				int32_t u = stack[sp - 1].op;
-				uint32_t e = stack[sp - 1].next;
+				uint32_t u = stack[sp - 1].node, e = stack[sp - 1].next, v;
 
 				if (e == cstart[u + 1]) {
 					sp--;
 					continue;
 				}
 				stack[sp - 1].next++;
-				int32_t v = edges[e].op;
-
+				v = (uint32_t)edges[e].op;
 				if (++cnt[v] < npred[v])
 					continue; /* a join: wait for the other predecessors */
-				r->pos[v] = r->n;
-				r->op[r->n++] = v;
-				stack[sp].op = v;
+				if (v < n) { /* barriers only pass the walk on */
+					r->pos[v] = r->n;
+					r->op[r->n++] = (int32_t)v;
+				}
+				stack[sp].node = v;
 				stack[sp++].next = cstart[v];
 			}
 		}
@@ -198,10 +288,10 @@ int route_build(const struct mp_net *net, struct mp_route *r, struct mp_error *e
 		else
 			r->n_opt = r->n - start;
 	}
-	free(cstart);
 	if (r->n < n) {
-		/* an unplaced op with an unplaced predecessor: walk back to a repeat */
-		uint32_t u = 0;
+		/* an unplaced op with an unplaced predecessor: walk back n steps,
+		 * which lands on the cycle, then name the input that closes it */
+		uint32_t u = 0, via = 0, pred = 0;
 
 		while (r->pos[u] != UINT32_MAX)
 			u++;
@@ -216,26 +306,44 @@ int route_build(const struct mp_net *net, struct mp_route *r, struct mp_error *e
 					if (wlist[w] != u && r->pos[wlist[w]] == UINT32_MAX &&
 					    net->ops[wlist[w]].phase == op->phase) {
 						next = wlist[w];
+						via = k;
 						break;
 					}
 			}
 			if (next == u)
 				break;
+			pred = next;
+			if (guard == n)
+				break;
 			u = next;
 		}
-		mp_error_set(err, "cycle: op '%s' depends on itself", net->ops[u].name);
+		mp_error_set(err, "%scycle: op '%s' depends on itself through '%s'",
+			     where(&net->ops[u], via, wb, sizeof(wb)), net->ops[u].name, net->ops[pred].name);
 		goto out;
 	}
 	rc = 0;
 out:
 	free(wstart);
 	free(wlist);
+	free(wreads);
+	free(inmark);
+	free(outmark);
+	free(n_all);
+	free(n_pure);
+	free(one_all);
+	free(one_pure);
+	free(bar_all);
+	free(bar_pure);
+	free(min_phase);
+	free(bar_phase);
+	free(el);
 	free(npred);
 	free(cnt);
 	free(mark);
-	free(edges);
 	free(key);
 	free(stack);
+	free(cstart);
+	free(edges);
 	if (rc < 0)
 		route_release(r);
 	return rc;

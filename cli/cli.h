@@ -20,6 +20,7 @@ int cmd_analyze(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 
 /* "memplan: <fmt>" on stderr; returns EXIT_BAD_INPUT for `return die_usage(..)`. */
 int cli_error(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -35,8 +36,10 @@ int cli_parse_format(const char *s, int allow_csv);
 
 /* output.c */
 void out_json(FILE *f, json_t *root);          /* dumps and decrefs root */
-/* Per-step curves of the strategies in show (bit per strategy) as SVG. */
-int out_svg_curves(const char *path, const struct mp_net *net,
+/* Per-step curves of the strategies in show (bit per strategy) as SVG into f
+ * (opened by the caller before any output, so a bad path prints nothing);
+ * closes f.  path names it in errors. */
+int out_svg_curves(FILE *f, const char *path, const struct mp_net *net,
 		   const struct mp_analysis *a, uint32_t show, struct mp_error *err);
 const char *out_step_phase(const struct mp_net *net, const struct mp_analysis *a, uint32_t step);
 

@@ -4,6 +4,7 @@
  * Per-strategy peak memory, where it occurs, predicted time and TENSILE's
  * metrics; with --steps the per-step curves of SuperNeurons Fig. 10.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,6 +300,7 @@ int cmd_analyze(int argc, char **argv)
 	};
 	int fmt = FMT_TABLE, steps = 0, c, rc = EXIT_OK;
 	const char *svg = NULL, *device_arg = NULL;
+	FILE *svgf = NULL;
 	uint32_t show = 0, ckpt = 0;
 	struct mp_policy_opts popts;
 	struct mp_device dev;
@@ -358,13 +360,20 @@ int cmd_analyze(int argc, char **argv)
 		net_free(net);
 		return rc;
 	}
+	/* open the chart before printing anything: no partial output */
+	if (svg && !(svgf = fopen(svg, "w"))) {
+		rc = cli_error(EXIT_BAD_INPUT, "--svg: cannot write '%s': %s", svg, strerror(errno));
+		analysis_release(&a);
+		net_free(net);
+		return rc;
+	}
 	if (fmt == FMT_JSON)
 		print_json(argv[optind], net, &a, show, steps);
 	else if (fmt == FMT_CSV)
 		print_csv(net, &a, show, steps);
 	else
 		print_table(net, &a, show, steps);
-	if (svg && out_svg_curves(svg, net, &a, show, &err) < 0)
+	if (svgf && out_svg_curves(svgf, svg, net, &a, show, &err) < 0)
 		rc = cli_error(EXIT_BAD_INPUT, "--svg: %s", err.msg);
 	analysis_release(&a);
 	net_free(net);

@@ -20,6 +20,7 @@ static const struct command {
 	{ "plan", cmd_plan, "the fastest schedule that fits a memory budget" },
 	{ "gen", cmd_gen, "write a published network (model zoo) as a net file" },
 	{ "devices", cmd_devices, "list the built-in GPU catalog" },
+	{ "verify", cmd_verify, "run a plan, check its data, measured vs predicted" },
 };
 
 static void usage(FILE *f)

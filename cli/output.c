@@ -49,7 +49,7 @@ static double nice_step(double max)
 
 static const char *const colors[MP_STRAT__COUNT] = { "#7f7f7f", "#1f77b4", "#2ca02c", "#d62728" };
 
-int out_svg_curves(const char *path, const struct mp_net *net,
+int out_svg_curves(FILE *f, const char *path, const struct mp_net *net,
 		   const struct mp_analysis *a, uint32_t show, struct mp_error *err)
 {
 	const double W = 960, H = 540, L = 90, R = 80, T = 56, B = 64;
@@ -60,12 +60,7 @@ int out_svg_curves(const char *path, const struct mp_net *net,
 	double unit = 1, ystep;
 	const char *uname = "B";
 	char b1[32];
-	FILE *f;
 
-	if (!(f = fopen(path, "w"))) {
-		mp_error_set(err, "cannot write '%s': %s", path, strerror(errno));
-		return -1;
-	}
 	for (uint32_t i = 0; i < a->n; i++) {
 		if (!(show & (1u << a->r[i].strategy)))
 			continue;
@@ -139,8 +134,8 @@ int out_svg_curves(const char *path, const struct mp_net *net,
 	/* l_peak */
 	fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#9467bd\" stroke-width=\"1.5\" stroke-dasharray=\"8 4\"/>\n",
 		L, Y(a->lmin.bytes), L + pw, Y(a->lmin.bytes));
-	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#9467bd\">l_peak %s</text>\n",
-		L + pw - 6, Y(a->lmin.bytes) - 6, mp_fmt_bytes(a->lmin.bytes, b1, sizeof(b1)));
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#9467bd\" stroke=\"white\" stroke-width=\"4\" paint-order=\"stroke\">l_peak (layer-wise minimum) %s</text>\n",
+		L + 8, Y(a->lmin.bytes) + 16, mp_fmt_bytes(a->lmin.bytes, b1, sizeof(b1)));
 	/* curves: max per bucket when there are more steps than pixels */
 	for (uint32_t i = 0; i < a->n; i++) {
 		const struct mp_strategy_result *r = &a->r[i];
@@ -170,10 +165,15 @@ int out_svg_curves(const char *path, const struct mp_net *net,
 			fprintf(f, "\"/>\n");
 		}
 	}
-	/* legend */
+	/* legend, on a white box over the plot */
 	{
 		double y = T + 34;
+		uint32_t rows = 0;
 
+		for (uint32_t i = 0; i < a->n; i++)
+			rows += (show >> a->r[i].strategy) & 1;
+		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"240\" height=\"%u\" fill=\"white\" fill-opacity=\"0.9\" stroke=\"#ccc\"/>\n",
+			L + pw - 238, y - 18, rows * 18 + 10);
 		for (uint32_t i = 0; i < a->n; i++) {
 			const struct mp_strategy_result *r = &a->r[i];
 

@@ -1,0 +1,342 @@
+/*
+ * memplan verify PLAN.json [--device host|cuda] [--iters N] [--warmup N]
+ *   [--alloc arena|pool|async] [--time-scale X] [--tolerance-peak PCT]
+ *   [--tolerance-time PCT] [--report FILE]
+ * memplan verify --probe
+ * Run a plan, check that it loses no data, and hold the prediction to
+ * account: predicted vs measured per phase and in total; exit 1 outside the
+ * tolerances (memplan-verify(1)).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "../verify/exec.h"
+
+static const char usage_text[] =
+	"usage: memplan verify PLAN.json [--device host|cuda] [--iters N] [--warmup N]\n"
+	"                      [--alloc arena|pool|async] [--time-scale X]\n"
+	"                      [--tolerance-peak PCT] [--tolerance-time PCT] [--report FILE]\n"
+	"       memplan verify --probe\n";
+
+static int parse_count(const char *name, const char *s, uint32_t lo, uint32_t *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (!*s || *end || errno || s[0] == '-' || v < lo || v > 100000) {
+		cli_error(EXIT_BAD_INPUT, "%s: expected a whole number from %u to 100000, got '%s'", name, lo, s);
+		return -1;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/* A number > 0 (time scale) or >= 0 with an optional % (tolerances). */
+static int parse_real(const char *name, const char *s, int percent, double max, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (percent && *end == '%')
+		end++;
+	if (!*s || *end || errno || !isfinite(v) || (percent ? v < 0 : v <= 0) || v > max) {
+		if (percent)
+			cli_error(EXIT_BAD_INPUT, "%s: expected a percentage from 0 to %g, got '%s'", name, max, s);
+		else
+			cli_error(EXIT_BAD_INPUT, "%s: expected a number above 0 and at most %g, got '%s'", name, max, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static const char *ratio(const struct mp_exec_pair *x, char *buf, size_t n)
+{
+	if (x->pred > 0)
+		snprintf(buf, n, "%.3f", x->meas / x->pred);
+	else
+		snprintf(buf, n, "-");
+	return buf;
+}
+
+static void row_ms(const char *phase, const char *what, const struct mp_exec_pair *x)
+{
+	char r[32];
+
+	printf("%-10s %-10s %12.3f ms %12.3f ms %8s\n", phase, what, x->pred, x->meas, ratio(x, r, sizeof(r)));
+}
+
+static void row_bytes(const char *phase, const char *what, const struct mp_exec_pair *x)
+{
+	char b1[32], b2[32], r[32];
+
+	printf("%-10s %-10s %15s %15s %8s\n", phase, what, mp_fmt_bytes((uint64_t)x->pred, b1, sizeof(b1)),
+	       mp_fmt_bytes((uint64_t)x->meas, b2, sizeof(b2)), ratio(x, r, sizeof(r)));
+}
+
+static void row_gbps(const char *phase, const char *what, const struct mp_exec_pair *x)
+{
+	char r[32];
+
+	printf("%-10s %-10s %10.4f GB/s %10.4f GB/s %8s\n", phase, what, x->pred, x->meas, ratio(x, r, sizeof(r)));
+}
+
+static void print_table(const struct mp_exec_cmp *c)
+{
+	static const char *const name[EXEC_ROWS] = { "forward", "backward", "optimizer", "total" };
+
+	printf("%-10s %-10s %15s %15s %8s\n", "phase", "", "predicted", "measured", "ratio");
+	for (int k = 0; k < EXEC_ROWS; k++) {
+		const struct mp_exec_row *R = &c->row[k];
+
+		if (!R->present)
+			continue;
+		row_ms(name[k], "time", &R->time_ms);
+		row_bytes("", "peak", &R->peak_bytes);
+		row_ms("", "stall", &R->stall_ms);
+		if (R->h2d_bytes.pred > 0 || R->h2d_bytes.meas > 0) {
+			row_bytes("", "h2d", &R->h2d_bytes);
+			row_gbps("", "h2d rate", &R->h2d_gbps);
+		}
+		if (R->d2h_bytes.pred > 0 || R->d2h_bytes.meas > 0) {
+			row_bytes("", "d2h", &R->d2h_bytes);
+			row_gbps("", "d2h rate", &R->d2h_gbps);
+		}
+	}
+}
+
+static int probe(void)
+{
+	struct mp_cuda_probe pr;
+	struct mp_error err = { "" };
+	char b1[32];
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN), pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+
+	printf("host   available: %ld CPUs, %s memory (the host backend, --device host)\n", cpus,
+	       mp_fmt_bytes(pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0, b1, sizeof(b1)));
+	if (exec_cuda_probe(&pr, &err) < 0) {
+		printf("cuda   no CUDA device: %s\n", err.msg);
+		return cli_error(EXIT_NO_GPU, "verify: no CUDA device");
+	}
+	printf("cuda   %d device%s; device 0: %s, %s, driver %d.%d\n", pr.devices, pr.devices == 1 ? "" : "s", pr.name,
+	       mp_fmt_bytes(pr.memory_bytes, b1, sizeof(b1)), pr.driver_version / 1000, pr.driver_version % 1000 / 10);
+	if (!pr.backend) {
+		printf("cuda   this memplan was built without the CUDA backend: link bandwidth not measured\n");
+		return cli_error(EXIT_NO_GPU, "verify: this memplan was built without the CUDA backend");
+	}
+	return EXIT_OK;
+}
+
+static int write_report(const char *path, json_t *root)
+{
+	int rc = json_dump_file(root, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+
+	json_decref(root);
+	if (rc < 0)
+		return cli_error(EXIT_BAD_INPUT, "--report: cannot write '%s': %s", path, strerror(errno));
+	return 0;
+}
+
+int cmd_verify(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "device", required_argument, NULL, 'd' },
+		{ "iters", required_argument, NULL, 'n' },
+		{ "warmup", required_argument, NULL, 'w' },
+		{ "alloc", required_argument, NULL, 'a' },
+		{ "time-scale", required_argument, NULL, 's' },
+		{ "tolerance-peak", required_argument, NULL, 'P' },
+		{ "tolerance-time", required_argument, NULL, 'T' },
+		{ "report", required_argument, NULL, 'r' },
+		{ "probe", no_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct mp_exec_opts eo;
+	struct mp_exec_result res;
+	struct mp_exec_cmp cmp;
+	struct mp_plan_req req;
+	struct mp_plan plan;
+	struct mp_error err = { "" };
+	struct mp_net *net = NULL;
+	const char *report = NULL, *path;
+	double tol_peak = 2, tol_time = 10;
+	int c, rc = EXIT_OK, do_probe = 0, cuda = 0;
+	char b1[32], b2[32], b3[32];
+
+	exec_opts_default(&eo);
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			if (!strcmp(optarg, "host"))
+				cuda = 0;
+			else if (!strcmp(optarg, "cuda"))
+				cuda = 1;
+			else
+				return cli_error(EXIT_BAD_INPUT, "--device: unknown backend '%s' (host or cuda)", optarg);
+			break;
+		case 'n':
+			if (parse_count("--iters", optarg, 1, &eo.iters) < 0)
+				return EXIT_BAD_INPUT;
+			break;
+		case 'w':
+			if (parse_count("--warmup", optarg, 0, &eo.warmup) < 0)
+				return EXIT_BAD_INPUT;
+			break;
+		case 'a': {
+			int a = mp_exec_alloc_parse(optarg);
+
+			if (a < 0)
+				return cli_error(EXIT_BAD_INPUT, "--alloc: unknown allocator '%s' (arena, pool or async)", optarg);
+			eo.alloc = (enum mp_exec_alloc)a;
+			break;
+		}
+		case 's':
+			if (parse_real("--time-scale", optarg, 0, 1000, &eo.time_scale) < 0)
+				return EXIT_BAD_INPUT;
+			break;
+		case 'P':
+			if (parse_real("--tolerance-peak", optarg, 1, 1e6, &tol_peak) < 0)
+				return EXIT_BAD_INPUT;
+			break;
+		case 'T':
+			if (parse_real("--tolerance-time", optarg, 1, 1e6, &tol_time) < 0)
+				return EXIT_BAD_INPUT;
+			break;
+		case 'r':
+			report = optarg;
+			break;
+		case 'p':
+			do_probe = 1;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return EXIT_OK;
+		default:
+			cli_error(EXIT_BAD_INPUT, "verify: unknown or incomplete option '%s'", argv[optind - 1]);
+			fputs(usage_text, stderr);
+			return EXIT_BAD_INPUT;
+		}
+	}
+	if (do_probe) {
+		if (argc - optind != 0) {
+			fputs(usage_text, stderr);
+			return EXIT_BAD_INPUT;
+		}
+		return probe();
+	}
+	if (argc - optind != 1) {
+		fputs(usage_text, stderr);
+		return EXIT_BAD_INPUT;
+	}
+	path = argv[optind];
+	if (cuda) {
+		struct mp_cuda_probe pr;
+
+		if (exec_cuda_probe(&pr, &err) < 0)
+			return cli_error(EXIT_NO_GPU, "verify: no CUDA device");
+		return cli_error(EXIT_NO_GPU, "verify: this memplan was built without the CUDA backend");
+	}
+	if (eo.alloc == MP_EXEC_ASYNC)
+		return cli_error(EXIT_BAD_INPUT, "--alloc: async is cudaMallocAsync, for --device cuda (the host backend has arena and pool)");
+	if (plan_read_file(path, &net, &req, &plan, &err) < 0)
+		return cli_error(EXIT_BAD_INPUT, "%s: %s", path, err.msg);
+	if (exec_host_run(net, &req, &plan, &eo, &res, &err) < 0) {
+		rc = cli_error(res.failed_action != UINT32_MAX ? EXIT_NO : EXIT_INTERNAL, "verify: %s", err.msg);
+		if (report) {
+			json_t *root = json_object();
+
+			json_object_set_new(root, "format", json_string("memplan-verify/1"));
+			json_object_set_new(root, "plan", json_string(path));
+			json_object_set_new(root, "device", json_string("host"));
+			json_object_set_new(root, "ok", json_false());
+			json_object_set_new(root, res.failed_action != UINT32_MAX ? "violation" : "error", json_string(err.msg));
+			if (res.failed_action != UINT32_MAX)
+				json_object_set_new(root, "failed_action", json_integer(res.failed_action));
+			if (write_report(report, root) != 0)
+				rc = EXIT_BAD_INPUT;
+		}
+		goto out;
+	}
+	exec_compare(net, &plan, &res, tol_peak / 100, tol_time / 100, &cmp);
+
+	printf("plan      %s: net '%s', planner %s, device %s\n", path, net->name, mp_planner_name(plan.planner),
+	       req.device.name);
+	if (eo.alloc == MP_EXEC_POOL)
+		printf("backend   host: a %s pool of %u-byte blocks, first fit (SuperNeurons 3.2.1)\n",
+		       mp_fmt_bytes(res.mem_bytes, b1, sizeof(b1)), 1024u);
+	else
+		printf("backend   host: a %s arena at the plan's offsets\n", mp_fmt_bytes(res.mem_bytes, b1, sizeof(b1)));
+	printf("runs      %u warm-up + %u measured iterations, median shown; times x %g (--time-scale)\n",
+	       eo.warmup, eo.iters, eo.time_scale);
+	printf("data      every read checked: %llu reads, %llu copies, %llu recomputed tensors per iteration "
+	       "(%s hashed); nothing lost\n",
+	       (unsigned long long)res.reads_checked, (unsigned long long)res.swaps_checked,
+	       (unsigned long long)res.recomputes_checked, mp_fmt_bytes(res.bytes_hashed, b1, sizeof(b1)));
+	if (eo.alloc == MP_EXEC_POOL)
+		printf("pool      high-water %s: %.3fx the plan's arena %s, %.3fx the live peak %s\n",
+		       mp_fmt_bytes(res.pool_high_bytes, b1, sizeof(b1)),
+		       plan.arena_bytes ? (double)res.pool_high_bytes / (double)plan.arena_bytes : 0.0,
+		       mp_fmt_bytes(plan.arena_bytes, b2, sizeof(b2)),
+		       res.live_peak_bytes ? (double)res.pool_high_bytes / (double)res.live_peak_bytes : 0.0,
+		       mp_fmt_bytes(res.live_peak_bytes, b3, sizeof(b3)));
+	if (res.overruns) {
+		/* room for the real work: scale so that the measured excess would
+		 * fit with half again to spare, two significant digits */
+		double want = eo.time_scale * fmax(1.0, 1.5 * res.time_ms / fmax(plan.sim.time_ms * eo.time_scale, 1e-9));
+		double mag = pow(10, floor(log10(want)) - 1);
+
+		printf("note      %u actions outlasted their scaled time by %.3f ms in all (real work: hashing, "
+		       "copies, thread hand-offs)", res.overruns, res.overrun_ms);
+		if (!cmp.time_ok)
+			printf("; try --time-scale %g", ceil(want / mag) * mag);
+		printf("\n");
+	}
+	if (res.alloc_wait_ms > 0)
+		printf("note      allocations waited %.3f ms for swap-outs to release memory\n", res.alloc_wait_ms);
+	printf("\n");
+	print_table(&cmp);
+	printf("\n");
+	printf("peak      %llu B measured%s, %llu B predicted (%+.2f%%, tolerance %g%%): %s\n",
+	       (unsigned long long)res.peak_bytes, eo.alloc == MP_EXEC_POOL ? " (pool high-water)" : "",
+	       (unsigned long long)plan.sim.peak_bytes, 100 * cmp.peak_dev, tol_peak, cmp.peak_ok ? "ok" : "OUTSIDE");
+	if (cmp.time_checked)
+		printf("time      %.3f ms measured, %.3f ms predicted x %g (%+.2f%%, tolerance %g%%): %s\n",
+		       res.time_ms, plan.sim.time_ms * eo.time_scale, eo.time_scale, 100 * cmp.time_dev, tol_time,
+		       cmp.time_ok ? "ok" : "OUTSIDE");
+	else
+		printf("time      %.3f ms measured; the plan predicts no time (untimed net): not checked\n", res.time_ms);
+	if (report) {
+		json_t *root = exec_report_json(net, &plan, &res, &cmp);
+
+		json_object_set_new(root, "plan", json_string(path));
+		json_object_set_new(root, "device", json_string("host"));
+		if (write_report(report, root) != 0)
+			rc = EXIT_BAD_INPUT;
+	}
+	if (!cmp.peak_ok)
+		rc = cli_error(EXIT_NO, "verify: peak %s (%llu B) is %.2f%% %s the predicted %s (tolerance %g%%)",
+			       mp_fmt_bytes(res.peak_bytes, b1, sizeof(b1)), (unsigned long long)res.peak_bytes,
+			       fabs(100 * cmp.peak_dev), cmp.peak_dev > 0 ? "above" : "below",
+			       mp_fmt_bytes(plan.sim.peak_bytes, b2, sizeof(b2)), tol_peak);
+	if (!cmp.time_ok)
+		rc = cli_error(EXIT_NO, "verify: time %.3f ms is %.2f%% %s the predicted %.3f ms (tolerance %g%%)",
+			       res.time_ms, fabs(100 * cmp.time_dev), cmp.time_dev > 0 ? "above" : "below",
+			       plan.sim.time_ms * eo.time_scale, tol_time);
+	exec_result_release(&res);
+out:
+	plan_release(&plan);
+	net_free(net);
+	return rc;
+}
