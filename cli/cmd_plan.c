@@ -146,9 +146,11 @@ static int parse_size_opt(const char *name, const char *arg, uint64_t *out)
 	return 0;
 }
 
-static int write_json_file(const char *path, json_t *root, const char *what)
+/* flags: the plan file keeps full precision (its net's SHA-256 depends on
+ * every digit); the trace may round. */
+static int write_json_file(const char *path, json_t *root, const char *what, size_t flags)
 {
-	int rc = json_dump_file(root, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+	int rc = json_dump_file(root, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER | flags);
 
 	json_decref(root);
 	if (rc < 0)
@@ -304,9 +306,6 @@ int cmd_plan(int argc, char **argv)
 		if (lowest < 0 || plans[i].sim.peak_bytes < plans[lowest].sim.peak_bytes)
 			lowest = i;
 	}
-	for (int i = 0; i < MP_PLANNER__COUNT; i++)
-		if (plans[i].sched.n)
-			plan_assign_arena(net, &plans[i]);
 	if (fmt == FMT_JSON) {
 		if (all) {
 			json_t *root = json_object(), *arr = json_array();
@@ -351,9 +350,9 @@ int cmd_plan(int argc, char **argv)
 			       step_label(net, p->sim.steps[p->sim.peak_step].op, lab, sizeof(lab)));
 		goto out_plans;
 	}
-	if (out_path && write_json_file(out_path, plan_to_json(net, net_json, &req, &plans[best]), "-o") != 0)
+	if (out_path && write_json_file(out_path, plan_to_json(net, net_json, &req, &plans[best]), "-o", 0) != 0)
 		rc = EXIT_BAD_INPUT;
-	if (trace_path && write_json_file(trace_path, plan_trace_json(net, &plans[best]), "--trace") != 0)
+	if (trace_path && write_json_file(trace_path, plan_trace_json(net, &plans[best]), "--trace", JSON_REAL_PRECISION(12)) != 0)
 		rc = EXIT_BAD_INPUT;
 out_plans:
 	for (int i = 0; i < MP_PLANNER__COUNT; i++)

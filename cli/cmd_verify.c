@@ -292,15 +292,15 @@ int cmd_verify(int argc, char **argv)
 		       res.live_peak_bytes ? (double)res.pool_high_bytes / (double)res.live_peak_bytes : 0.0,
 		       mp_fmt_bytes(res.live_peak_bytes, b3, sizeof(b3)));
 	if (res.overruns) {
-		/* room for the real work: scale so that the measured excess would
-		 * fit with half again to spare, two significant digits */
-		double want = eo.time_scale * fmax(1.0, 1.5 * res.time_ms / fmax(plan.sim.time_ms * eo.time_scale, 1e-9));
-		double mag = pow(10, floor(log10(want)) - 1);
-
 		printf("note      %u actions outlasted their scaled time by %.3f ms in all (real work: hashing, "
 		       "copies, thread hand-offs)", res.overruns, res.overrun_ms);
-		if (!cmp.time_ok)
+		if (!cmp.time_ok && res.work_scale > eo.time_scale) {
+			/* where the slowest action's real work fits, with a quarter
+			 * to spare, two significant digits */
+			double want = 1.25 * res.work_scale, mag = pow(10, floor(log10(want)) - 1);
+
 			printf("; try --time-scale %g", ceil(want / mag) * mag);
+		}
 		printf("\n");
 	}
 	if (res.alloc_wait_ms > 0)

@@ -12,7 +12,6 @@
  */
 #include "plan.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,34 +241,6 @@ json_t *plan_to_json(const struct mp_net *net, json_t *net_json, const struct mp
 }
 
 /* --- reader --------------------------------------------------------------- */
-
-/* Read a whole file (jansson's stream reader goes a byte at a time). */
-static char *slurp(const char *path, size_t *len, struct mp_error *err)
-{
-	FILE *f = fopen(path, "rb");
-	size_t cap = 1 << 16, n = 0, got;
-	char *buf;
-
-	if (!f) {
-		mp_error_set(err, "cannot open: %s", strerror(errno));
-		return NULL;
-	}
-	buf = mp_xmalloc(cap);
-	while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
-		n += got;
-		if (n == cap)
-			buf = mp_xrealloc(buf, cap *= 2);
-	}
-	if (ferror(f)) {
-		mp_error_set(err, "cannot read: %s", errno == EISDIR ? "is a directory" : strerror(errno));
-		fclose(f);
-		free(buf);
-		return NULL;
-	}
-	fclose(f);
-	*len = n;
-	return buf;
-}
 
 /* A finite number, of any sign. */
 static int get_finite(const json_t *v, const char *path, double *out, struct mp_error *err)
@@ -743,26 +714,14 @@ int plan_read_file(const char *path, struct mp_net **net_out, struct mp_plan_req
 		"workspace_mode", "workspace_limit_bytes", "checkpoints", "note", "net", "net_sha256",
 		"prediction", "arena", "schedule", NULL };
 	struct mp_net *net = NULL;
-	json_error_t jerr;
 	json_t *root, *v, *net_json;
 	const char *s;
 	char hex[65];
-	size_t len;
-	char *buf;
 
 	*net_out = NULL;
 	plan_init(p_out);
-	if (!(buf = slurp(path, &len, err)))
+	if (!(root = mp_json_load_file(path, err)))
 		return -1;
-	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
-	free(buf);
-	if (!root) {
-		if (jerr.line <= 0)
-			mp_error_set(err, "%s", jerr.text);
-		else
-			mp_error_set(err, "line %d, column %d: invalid JSON: %s", jerr.line, jerr.column, jerr.text);
-		return -1;
-	}
 	if (jget_object(root, "(top level)", err) < 0)
 		goto fail;
 	if (!(v = json_object_get(root, "format"))) {

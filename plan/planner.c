@@ -92,25 +92,55 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 		}
 		sched_release(&base);
 	}
-	pl_init(&S, net, r, req);
-	if (req->ws_mode == MP_WS_WR || req->ws_mode == MP_WS_WD) {
-		if (plan_conv_configs(net, req, S.algo, S.micro_n, S.micro, err) < 0) {
+	/* The schedule must fit twice: its simulated peak, and the arena its
+	 * allocations are placed in (fragmentation, workspace grown into every
+	 * step's free memory).  When the arena overflows, plan again for a
+	 * budget smaller by the overflow, a few times. */
+	{
+		struct mp_plan_req eff = *req;
+
+		for (int attempt = 0; attempt < 4; attempt++) {
+			pl_init(&S, net, r, &eff);
+			if ((req->ws_mode == MP_WS_WR || req->ws_mode == MP_WS_WD) &&
+			    plan_conv_configs(net, req, S.algo, S.micro_n, S.micro, err) < 0) {
+				pl_release(&S);
+				return -1;
+			}
+			out->iterations = 0;
+			if (fns[which](&S, out, err) < 0) {
+				pl_release(&S);
+				return -1;
+			}
+			if (req->ws_mode == MP_WS_DYNAMIC && S.sim.peak_bytes <= eff.budget_bytes &&
+			    pl_dynamic_workspace(&S, err) < 0) {
+				pl_release(&S);
+				return -1;
+			}
+			pl_take(&S, out);
 			pl_release(&S);
-			return -1;
+			free(out->offset);
+			out->offset = NULL;
+			plan_assign_arena(net, out);
+			if (out->sim.peak_bytes > eff.budget_bytes || out->arena_bytes <= req->budget_bytes)
+				break;
+			{
+				uint64_t over = out->arena_bytes - req->budget_bytes;
+
+				if (eff.budget_bytes <= over)
+					break;
+				eff.budget_bytes -= over;
+			}
+			if (attempt == 3)
+				break;
+		}
+		if (eff.budget_bytes < req->budget_bytes && out->arena_bytes <= req->budget_bytes) {
+			size_t l = strlen(out->note);
+
+			snprintf(out->note + l, sizeof(out->note) - l, " (planned for %llu B so the arena fits)",
+				 (unsigned long long)eff.budget_bytes);
 		}
 	}
-	if (fns[which](&S, out, err) < 0) {
-		pl_release(&S);
-		return -1;
-	}
-	if (req->ws_mode == MP_WS_DYNAMIC && S.sim.peak_bytes <= req->budget_bytes &&
-	    pl_dynamic_workspace(&S, err) < 0) {
-		pl_release(&S);
-		return -1;
-	}
-	pl_take(&S, out);
-	pl_release(&S);
-	out->fits = out->sim.peak_bytes <= req->budget_bytes;
+	out->fits = out->sim.peak_bytes <= req->budget_bytes && out->arena_bytes <= req->budget_bytes;
 	out->eor = out->baseline_ms > 0 ? out->sim.time_ms / out->baseline_ms : 1.0;
 	out->overhead = out->eor - 1.0;
 	out->msr = out->baseline_peak ? ((double)out->baseline_peak - (double)out->sim.peak_bytes) /

@@ -4,24 +4,24 @@
 . "$(dirname "$0")/../lib.sh"
 
 expect_run "swap-chain table" 0 --stdout plan-swap-chain.out -- \
-	memplan plan examples/swap-chain.json --budget 10200
+	memplan plan examples/swap-chain.json --budget 10752
 expect_run "swap-chain json" 0 --stdout plan-swap-chain.json -- \
-	memplan plan examples/swap-chain.json --budget 10200 --format json
+	memplan plan examples/swap-chain.json --budget 10752 --format json
 expect_run "swap-chain all" 0 --stdout plan-swap-chain-all.out -- \
-	memplan plan examples/swap-chain.json --budget 10200 --planner all
-expect_run "stall reported" 0 --stdout-grep "compute stalled 0.400 ms" -- \
-	memplan plan examples/swap-chain-stall.json --budget 10200 --planner tf-swap
+	memplan plan examples/swap-chain.json --budget 10752 --planner all
+expect_run "stall reported" 0 --stdout-grep "compute stalled 0.410 ms" -- \
+	memplan plan examples/swap-chain-stall.json --budget 10752 --planner tf-swap
 expect_run "fits already: nothing moved" 0 --stdout-grep "swapped +0 B out, 0 B in" -- \
 	memplan plan examples/swap-chain.json --budget 1M
 expect_run "below the layer-wise minimum" 1 \
-	--stderr "memplan: plan: budget 8.8 KiB is below the layer-wise minimum 9.6 KiB (step 10, backward 'c2')" -- \
+	--stderr "memplan: plan: budget 8.8 KiB is below the layer-wise minimum 10.0 KiB (step 10, backward 'c2')" -- \
 	memplan plan examples/swap-chain.json --budget 9000
 expect_run "no planner fits" 1 --stderr-grep "^memplan: plan: no planner fits 1.2 GiB; the smallest peak reached is .* \(.*, step [0-9]+, .*\)$" -- \
 	memplan plan examples/resnet50-b32.json --budget 1.2G
 
 # the plan file and the trace
 expect_run "write plan and trace" 0 -- \
-	memplan plan examples/swap-chain.json --budget 10200 -o "$TMP/plan.json" --trace "$TMP/trace.json"
+	memplan plan examples/swap-chain.json --budget 10752 -o "$TMP/plan.json" --trace "$TMP/trace.json"
 expect_run "plan file format" 0 --stdout-grep '"format": "memplan-plan/1"' -- cat "$TMP/plan.json"
 expect_run "plan file has the swap" 0 --stdout-grep '"action": "swap_in"' -- cat "$TMP/plan.json"
 expect_run "trace has compute track" 0 --stdout-grep '"name": "compute"' -- cat "$TMP/trace.json"
