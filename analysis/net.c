@@ -104,6 +104,8 @@ struct lspec {
 	uint32_t n_algos;
 	struct { const char *name; uint64_t ws; double ms[2]; uint32_t batch; } *algos;
 	uint32_t batch;          /* first dimension of the shape; 1 without one */
+	bool per_sample;         /* has a shape whose first dimension is the net's batch */
+	bool has_shape;
 	unsigned saves;
 	bool inplace, pool_max, timed;
 	/* derived */
@@ -615,6 +617,7 @@ static int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 		if (parse_size_pair(L, obj, path, s->dtype, &s->out_bytes, &s->elems, dims, &nd) < 0)
 			return -1;
 		s->batch = nd >= 1 && dims[0] <= UINT32_MAX ? (uint32_t)dims[0] : 1;
+		s->has_shape = nd >= 1;
 		/* output, its gradient, and a mask or statistics */
 		if (count_bytes(L, 3 * s->out_bytes, json_object_get(obj, "shape") ? "shape" : "bytes", path) < 0)
 			return -1;
@@ -838,6 +841,13 @@ static int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 	struct idlist in = { 0 }, out = { 0 };
 	int rc = -1;
 
+	/* the net's batch: the first data layer's; layers with a shape whose
+	 * first dimension is that batch hold per-sample tensors */
+	for (uint32_t k = 0; k < n && !net->batch; k++)
+		if (L->ls[k].type == MP_L_DATA && L->ls[k].has_shape)
+			net->batch = L->ls[k].batch;
+	for (uint32_t k = 0; k < n; k++)
+		L->ls[k].per_sample = net->batch && L->ls[k].has_shape && L->ls[k].batch == net->batch;
 	/* needs_grad in topological order: params, or an input that needs it */
 	for (uint32_t k = 0; k < n; k++) {
 		struct lspec *s = &L->ls[order[k]];
@@ -877,6 +887,7 @@ static int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 					     s->type == MP_L_DATA ? MP_TK_INPUT : MP_TK_ACTIVATION, (int32_t)i);
 			if (ly->out < 0)
 				goto dup_tensor;
+			net->tensors[ly->out].per_sample = s->per_sample;
 		}
 		for (uint32_t k = 0; k < s->n_params; k++) {
 			char suf[32];
@@ -892,11 +903,13 @@ static int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 			mask = add_tensor(L, fmt_name(net, nm, ".mask"), mb ? mb : 1, MP_TK_ACTIVATION, (int32_t)i);
 			if (mask < 0)
 				goto dup_tensor;
+			net->tensors[mask].per_sample = s->per_sample;
 		}
 		if (s->needs_grad && (s->saves & SAVE_STATS)) {
 			stats = add_tensor(L, fmt_name(net, nm, ".stats"), s->stats_bytes, MP_TK_ACTIVATION, (int32_t)i);
 			if (stats < 0)
 				goto dup_tensor;
+			net->tensors[stats].per_sample = s->per_sample && s->type != MP_L_BN;
 		}
 		/* forward op */
 		op = add_op(L, fmt_name(net, nm, ".fwd"), MP_PHASE_FWD, s->type, (int32_t)i, &op_id);
@@ -921,6 +934,7 @@ static int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 			op->ws = add_tensor(L, fmt_name(net, nm, ".fwd.ws"), s->ws_bytes, MP_TK_WORKSPACE, (int32_t)i);
 			if (op->ws < 0)
 				goto dup_tensor;
+			net->tensors[op->ws].per_sample = s->per_sample;
 		}
 		for (uint32_t k = 0; k < s->n_algos; k++)
 			if (s->algos[k].ms[0] >= 0)
@@ -940,6 +954,7 @@ static int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 			dout[i] = add_tensor(L, fmt_name(net, nm, ".dout"), s->out_bytes, MP_TK_GRADIENT, (int32_t)i);
 			if (dout[i] < 0)
 				goto dup_tensor;
+			net->tensors[dout[i]].per_sample = s->per_sample;
 		}
 	}
 	/* backward and optimizer ops, after all gradients exist */
@@ -1018,6 +1033,7 @@ static int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 				op->ws = add_tensor(L, fmt_name(net, nm, ".bwd.ws"), s->ws_bytes, MP_TK_WORKSPACE, (int32_t)i);
 				if (op->ws < 0)
 					goto dup_tensor;
+				net->tensors[op->ws].per_sample = s->per_sample;
 			}
 			for (uint32_t k = 0; k < s->n_algos; k++)
 				if (s->algos[k].ms[1] >= 0)
@@ -1630,7 +1646,7 @@ void net_free(struct mp_net *net)
 	free(net->tensors);
 	free(net->ops);
 	free(net->layers);
-	mp_arena_release(&net->arena);
+	mp_arena_release(&net->arena); /* a scaled copy's own arena only */
 	free(net);
 }
 
@@ -1668,4 +1684,76 @@ int32_t net_find_op(const struct mp_net *net, const char *name)
 		if (!strcmp(net->ops[i].name, name))
 			return (int32_t)i;
 	return -1;
+}
+
+static bool compute_bound(enum mp_layer_type t)
+{
+	return t == MP_L_CONV || t == MP_L_FC || t == MP_L_ATTENTION || t == MP_L_EMBEDDING;
+}
+
+struct mp_net *net_scaled(const struct mp_net *net, uint32_t batch, double compute_factor,
+			  double memory_factor, struct mp_error *err)
+{
+	struct mp_net *c;
+	double r;
+
+	if (!net->batch) {
+		mp_error_set(err, "the net has no batch to vary (no data layer with a shape)");
+		return NULL;
+	}
+	r = (double)batch / net->batch;
+	c = mp_xcalloc(1, sizeof(*c));
+	*c = *net;
+	memset(&c->arena, 0, sizeof(c->arena));
+	c->parent = net;
+	c->batch = batch;
+	c->tensors = mp_xmalloc((net->n_tensors + 1) * sizeof(*c->tensors));
+	c->ops = mp_xmalloc((net->n_ops + 1) * sizeof(*c->ops));
+	c->layers = mp_xmalloc((net->n_layers + 1) * sizeof(*c->layers));
+	memcpy(c->tensors, net->tensors, net->n_tensors * sizeof(*c->tensors));
+	memcpy(c->ops, net->ops, net->n_ops * sizeof(*c->ops));
+	memcpy(c->layers, net->layers, net->n_layers * sizeof(*c->layers));
+	for (uint32_t t = 0; t < net->n_tensors; t++) {
+		struct mp_tensor *x = &c->tensors[t];
+
+		if (x->per_sample) {
+			/* exact for batch-first shapes: bytes = batch * per-sample bytes */
+			uint64_t per = x->bytes / net->batch, b;
+
+			if (per * net->batch != x->bytes)
+				per = (x->bytes + net->batch - 1) / net->batch;
+			if (mp_mul_u64(per, batch, &b) < 0 || b > MP_MAX_BYTES) {
+				mp_error_set(err, "batch %u makes '%s' larger than 1 PiB", batch, x->name);
+				net_free(c);
+				return NULL;
+			}
+			x->bytes = b ? b : 1;
+		}
+	}
+	for (uint32_t o = 0; o < net->n_ops; o++) {
+		struct mp_op *op = &c->ops[o];
+		double g = compute_bound(op->type) ? compute_factor : memory_factor;
+		double f = (op->phase == MP_PHASE_OPT ? 1.0 : r) * g;
+
+		op->ms *= f;
+		if (op->batch == net->batch)
+			op->batch = batch;
+		if (op->n_algos) {
+			struct mp_algo *a = mp_arena_alloc(&c->arena, op->n_algos * sizeof(*a));
+
+			memcpy(a, op->algos, op->n_algos * sizeof(*a));
+			for (uint32_t k = 0; k < op->n_algos; k++) {
+				if (!a[k].batch) {
+					a[k].ms *= f;
+					a[k].workspace_bytes = (uint64_t)((double)a[k].workspace_bytes * r);
+				} else {
+					a[k].ms *= g; /* measured at its own micro-batch */
+					if (a[k].batch >= batch)
+						a[k].batch = UINT32_MAX; /* no longer a micro-batch of this batch */
+				}
+			}
+			op->algos = a;
+		}
+	}
+	return c;
 }

@@ -51,6 +51,7 @@ struct mp_tensor {
 	int32_t producer;   /* first op writing it; -1: resident at iteration start */
 	int32_t layer;      /* layer it belongs to, -1 for explicit tensors */
 	enum mp_dtype dtype;
+	bool per_sample;    /* bytes proportional to the batch (memplan capacity) */
 };
 
 /* An alternative implementation of an op (e.g. a cuDNN conv algorithm). */
@@ -103,7 +104,10 @@ struct mp_net {
 	struct mp_op *ops;         /* [n_ops] */
 	struct mp_layer *layers;   /* [n_layers] */
 	uint32_t n_untimed;        /* layers/ops given no time (0 ms assumed) */
+	uint32_t batch;            /* the first data layer's batch; 0 without one */
 	struct mp_arena arena;     /* names and small arrays */
+	const struct mp_net *parent; /* net_scaled: the net whose names and arrays
+				      * this one borrows (must outlive it) */
 };
 
 /*
@@ -121,6 +125,19 @@ void net_free(struct mp_net *net);
 
 /* Bytes of a tensor kind summed over the net (checked: sizes are <= 1 PiB). */
 uint64_t net_bytes_of_kind(const struct mp_net *net, enum mp_tensor_kind k);
+
+/*
+ * A copy of net for another batch size and GPU: per-sample tensors (outputs,
+ * gradients, masks, per-row statistics and workspace of layers with a
+ * batch-first shape) scaled by batch / net->batch, rounded up; op and
+ * algorithm times scaled by the same ratio (time proportional to the work)
+ * and then by compute_factor for conv, fc, attention and embedding ops and by
+ * memory_factor for the others (a roofline change of GPU).  The copy borrows
+ * net's names and arrays: free it (net_free) before net.  NULL with *err
+ * when the net has no batch (no data layer with a shape).
+ */
+struct mp_net *net_scaled(const struct mp_net *net, uint32_t batch, double compute_factor,
+			  double memory_factor, struct mp_error *err);
 
 /* Number of parameter elements (parameter bytes over each one's dtype). */
 uint64_t net_param_count(const struct mp_net *net);

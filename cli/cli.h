@@ -18,6 +18,7 @@ enum {
 int cmd_check(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_capacity(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_verify(int argc, char **argv);

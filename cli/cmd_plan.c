@@ -306,6 +306,10 @@ int cmd_plan(int argc, char **argv)
 		if (lowest < 0 || plans[i].sim.peak_bytes < plans[lowest].sim.peak_bytes)
 			lowest = i;
 	}
+	/* the smallest arena of the placement orders, for the report */
+	for (int i = 0; i < MP_PLANNER__COUNT; i++)
+		if (plans[i].sched.n)
+			plan_assign_arena(net, &plans[i]);
 	if (fmt == FMT_JSON) {
 		if (all) {
 			json_t *root = json_object(), *arr = json_array();

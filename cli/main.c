@@ -18,6 +18,7 @@ static const struct command {
 	{ "analyze", cmd_analyze, "per-step memory under each strategy" },
 	{ "check", cmd_check, "validate a network file and summarise it" },
 	{ "plan", cmd_plan, "the fastest schedule that fits a memory budget" },
+	{ "capacity", cmd_capacity, "the largest batch or depth that fits a GPU, per strategy" },
 	{ "gen", cmd_gen, "write a published network (model zoo) as a net file" },
 	{ "devices", cmd_devices, "list the built-in GPU catalog" },
 	{ "verify", cmd_verify, "run a plan, check its data, measured vs predicted" },

@@ -447,6 +447,11 @@ static uint64_t place(const struct item *it, uint32_t n_it, uint32_t m, uint64_t
  */
 void plan_assign_arena(const struct mp_net *net, struct mp_plan *p)
 {
+	plan_assign_arena_within(net, p, 0);
+}
+
+void plan_assign_arena_within(const struct mp_net *net, struct mp_plan *p, uint64_t enough)
+{
 	static int (*const orders[])(const void *, const void *) = {
 		item_cmp, item_area_cmp, item_start_cmp,
 	};
@@ -470,8 +475,8 @@ void plan_assign_arena(const struct mp_net *net, struct mp_plan *p)
 			p->arena_bytes = arena;
 			memcpy(p->offset, off, s->n * sizeof(*off));
 		}
-		if (p->arena_bytes == p->max_live_bytes)
-			break; /* the lower bound: nothing can do better */
+		if (p->arena_bytes == p->max_live_bytes || p->arena_bytes <= enough)
+			break; /* the lower bound, or small enough for the caller */
 	}
 	if (p->arena_bytes == UINT64_MAX)
 		p->arena_bytes = 0;

@@ -81,6 +81,9 @@ int plan_conv_configs(const struct mp_net *net, const struct mp_plan_req *req, i
  * simulated lifetimes (TFLite/XLA greedy by size).  Fills offset, arena_bytes
  * and max_live_bytes. */
 void plan_assign_arena(const struct mp_net *net, struct mp_plan *p);
+/* The same, stopping at the first placement order whose arena is at most
+ * enough bytes (a budget): cheaper when only fitting matters. */
+void plan_assign_arena_within(const struct mp_net *net, struct mp_plan *p, uint64_t enough);
 /* Offsets are multiples of this; arena_bytes is the highest end, unrounded. */
 #define PLAN_ARENA_ALIGN 256u
 /* Check p->offset against p->sched's simulated lifetimes: every allocation

@@ -120,8 +120,10 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 			pl_release(&S);
 			free(out->offset);
 			out->offset = NULL;
-			plan_assign_arena(net, out);
-			if (out->sim.peak_bytes > eff.budget_bytes || out->arena_bytes <= req->budget_bytes)
+			if (out->sim.peak_bytes > eff.budget_bytes)
+				break; /* does not fit: no arena to place */
+			plan_assign_arena_within(net, out, req->budget_bytes);
+			if (out->arena_bytes <= req->budget_bytes)
 				break;
 			{
 				uint64_t over = out->arena_bytes - req->budget_bytes;

@@ -1,0 +1,441 @@
+/*
+ * memplan capacity NET.json --gpu NAME|SIZE[,...] [--vary batch] [--max-overhead PCT]
+ *   [--planner auto|superneurons|tf-swap|tensile|none] [--reserve SIZE]
+ *   [--format table|json] [--svg FILE]
+ * memplan capacity --model resnet --vary depth --gpu k40c --batch 16
+ * The largest batch (or depth) each strategy and planner fits on each GPU.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "../plan/capacity.h"
+
+static const char usage_text[] =
+	"usage: memplan capacity NET.json --gpu NAME|SIZE[,...] [--vary batch] [--max-overhead PCT]\n"
+	"                        [--planner auto|superneurons|tf-swap|tensile|none] [--reserve SIZE]\n"
+	"                        [--workspace none|dynamic] [--format table|json] [--svg FILE]\n"
+	"       memplan capacity --model NAME --gpu NAME[,...] [--vary batch|depth] [--batch N] ...\n";
+
+struct gpu {
+	struct mp_device dev;
+	uint64_t memory;
+	char label[64];
+	char times[200];    /* where the times come from */
+	struct cap_query q;
+	struct cap_result res[CAP_N_ROWS];
+};
+
+static int parse_gpu(const char *item, const struct mp_net *net, struct gpu *g)
+{
+	const struct mp_device *d = device_find(item);
+	struct mp_error err;
+	uint64_t size;
+
+	memset(g, 0, sizeof(*g));
+	if (d) {
+		g->dev = *d;
+		g->memory = d->memory_bytes;
+		snprintf(g->label, sizeof(g->label), "%s", d->name);
+		return 0;
+	}
+	if (mp_parse_size(item, &size, &err) < 0 || size == 0) {
+		cli_error(EXIT_BAD_INPUT, "--gpu: '%s' is neither a catalog GPU (see 'memplan devices') nor a memory size", item);
+		return -1;
+	}
+	/* a bare size: the net's link, else the default one */
+	if (net && net->has_device)
+		g->dev = net->device;
+	else
+		device_default(&g->dev);
+	g->memory = size;
+	snprintf(g->label, sizeof(g->label), "%s", item);
+	return 0;
+}
+
+/* Roofline ratio of a dtype's peak throughput and of memory bandwidth. */
+static void time_factors(const struct mp_net *net, const struct mp_device *to, double *cf, double *mf,
+			 char *note, size_t n)
+{
+	const struct mp_device *from = net->has_device ? &net->device : NULL;
+	double tf = from ? from->tflops[net->dtype] : 0, tt = to->tflops[net->dtype];
+
+	*cf = *mf = 1.0;
+	if (!from || !strcmp(from->name, to->name) || to->is_default) {
+		snprintf(note, n, "%s", net->time_source ? net->time_source : "as given in the file");
+		return;
+	}
+	if (tf > 0 && tt > 0 && from->mem_gbps > 0 && to->mem_gbps > 0) {
+		*cf = tf / tt;
+		*mf = from->mem_gbps / to->mem_gbps;
+		snprintf(note, n, "scaled from %s to %s by the roofline ratio (compute x%.3g, memory x%.3g): estimates",
+			 from->name, to->name, *cf, *mf);
+	} else {
+		snprintf(note, n, "as given for %s (no throughput figures to scale them to %s)", from->name, to->name);
+	}
+}
+
+static int add_planner_rows(const char *arg, uint32_t *rows)
+{
+	if (!strcmp(arg, "none"))
+		return 0;
+	if (!strcmp(arg, "auto") || !strcmp(arg, "all")) {
+		for (unsigned k = 0; k < MP_PLANNER__COUNT; k++)
+			*rows |= 1u << (MP_STRAT__COUNT + k);
+		return 0;
+	}
+	{
+		int p = mp_planner_parse(arg);
+
+		if (p < 0 || p >= MP_PLANNER__COUNT)
+			return -1;
+		*rows |= 1u << (MP_STRAT__COUNT + p);
+	}
+	return 0;
+}
+
+static json_t *gpu_json(const struct gpu *g)
+{
+	json_t *o = json_object(), *arr = json_array();
+
+	json_object_set_new(o, "gpu", json_string(g->label));
+	json_object_set_new(o, "vary", json_string(g->q.vary == CAP_VARY_BATCH ? "batch" : "depth"));
+	json_object_set_new(o, "memory_bytes", json_integer((json_int_t)g->memory));
+	json_object_set_new(o, "usable_bytes", json_integer((json_int_t)g->q.usable_bytes));
+	json_object_set_new(o, "times", json_string(g->times));
+	for (unsigned row = 0; row < CAP_N_ROWS; row++) {
+		const struct cap_result *r = &g->res[row];
+		json_t *s;
+
+		if (!(g->q.rows & (1u << row)))
+			continue;
+		s = json_object();
+		json_object_set_new(s, "name", json_string(cap_row_name(row)));
+		json_object_set_new(s, "max", json_integer(g->q.vary == CAP_VARY_DEPTH && r->max ?
+							   cap_resnet_depth(r->max) : r->max));
+		json_object_set_new(s, "time_ms", json_real(r->time_ms));
+		json_object_set_new(s, "throughput", json_real(r->throughput));
+		json_object_set_new(s, "evaluations", json_integer(r->evals));
+		json_array_append_new(arr, s);
+	}
+	json_object_set_new(o, "strategies", arr);
+	return o;
+}
+
+static void print_gpu(const struct gpu *g, const char *what, uint64_t reserve)
+{
+	char b1[32], b2[32], b3[32];
+
+	printf("%s on %s: %s usable (%s less a %s reserve for the CUDA context and libraries)\n", what, g->label,
+	       mp_fmt_bytes(g->q.usable_bytes, b1, sizeof(b1)), mp_fmt_bytes(g->memory, b2, sizeof(b2)),
+	       mp_fmt_bytes(reserve, b3, sizeof(b3)));
+	printf("times: %s\n", g->times);
+	if (g->q.max_overhead >= 0)
+		printf("largest size whose slowdown stays within %.1f%% of the unconstrained run\n", 100 * g->q.max_overhead);
+	printf("%-13s %10s %12s %14s %6s\n", "strategy", g->q.vary == CAP_VARY_BATCH ? "max batch" : "max depth",
+	       "time ms", "samples/s", "evals");
+	for (unsigned row = 0; row < CAP_N_ROWS; row++) {
+		const struct cap_result *r = &g->res[row];
+
+		if (!(g->q.rows & (1u << row)))
+			continue;
+		if (!r->max) {
+			printf("%-13s %10s %12s %14s %6u\n", cap_row_name(row), "none", "-", "-", r->evals);
+			continue;
+		}
+		printf("%-13s %10u %12.3f %14.1f %6u\n", cap_row_name(row),
+		       g->q.vary == CAP_VARY_DEPTH ? cap_resnet_depth(r->max) : r->max, r->time_ms, r->throughput, r->evals);
+	}
+}
+
+/* Throughput against batch, one line per row, for every GPU's first... the
+ * first GPU (one chart). */
+static int write_svg(FILE *f, const struct gpu *g, const char *title, struct mp_error *err)
+{
+	const double W = 960, H = 540, L = 90, R = 30, T = 56, B = 64, pw = W - L - R, ph = H - T - B;
+	static const char *const colors[CAP_N_ROWS] = { "#7f7f7f", "#1f77b4", "#2ca02c", "#d62728",
+		"#9467bd", "#8c564b", "#e377c2" };
+	uint32_t nmax = 1;
+	double tmax = 0, pts[CAP_N_ROWS][16], xs[CAP_N_ROWS][16];
+	unsigned np[CAP_N_ROWS] = { 0 };
+
+	for (unsigned row = 0; row < CAP_N_ROWS; row++)
+		if ((g->q.rows & (1u << row)) && g->res[row].max > nmax)
+			nmax = g->res[row].max;
+	/* up to 16 sizes per row, geometric from 1 to its max */
+	for (unsigned row = 0; row < CAP_N_ROWS; row++) {
+		uint32_t last = 0;
+
+		if (!(g->q.rows & (1u << row)) || !g->res[row].max)
+			continue;
+		for (unsigned k = 0; k < 16; k++) {
+			uint32_t n = (uint32_t)llround(pow((double)g->res[row].max, k / 15.0));
+			bool fits;
+			double ms;
+
+			if (n <= last)
+				continue;
+			last = n;
+			if (capacity_eval(&g->q, row, n, &fits, &ms, err) < 0)
+				return -1;
+			if (!fits || ms <= 0)
+				continue;
+			xs[row][np[row]] = n;
+			pts[row][np[row]] = n / (ms / 1000.0);
+			if (pts[row][np[row]] > tmax)
+				tmax = pts[row][np[row]];
+			np[row]++;
+		}
+	}
+	if (tmax <= 0)
+		tmax = 1;
+	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"13\">\n", W, H);
+	fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+	fprintf(f, "<text x=\"%.0f\" y=\"28\" font-size=\"18\" font-weight=\"bold\">Throughput against batch: %s on %s</text>\n", L, title, g->label);
+	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#333\"/>\n", L, T, pw, ph);
+	for (int k = 0; k <= 5; k++) {
+		double y = T + ph * (1 - k / 5.0);
+
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.0f</text>\n", L - 8, y + 4, tmax * k / 5.0);
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.0f</text>\n", L + pw * k / 5.0, T + ph + 18, nmax * k / 5.0);
+	}
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">batch</text>\n", L + pw / 2, H - 18);
+	fprintf(f, "<text transform=\"translate(24 %.1f) rotate(-90)\" text-anchor=\"middle\">samples per second</text>\n", T + ph / 2);
+	for (unsigned row = 0, li = 0; row < CAP_N_ROWS; row++) {
+		if (!np[row])
+			continue;
+		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", colors[row]);
+		for (unsigned k = 0; k < np[row]; k++)
+			fprintf(f, "%.1f,%.1f ", L + pw * xs[row][k] / nmax, T + ph * (1 - pts[row][k] / tmax));
+		fprintf(f, "\"/>\n");
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\">%s: max %u</text>\n", L + 12, T + 18 + 16.0 * li++,
+			colors[row], cap_row_name(row), g->res[row].max);
+	}
+	fprintf(f, "</svg>\n");
+	return 0;
+}
+
+int cmd_capacity(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "gpu", required_argument, NULL, 'g' },
+		{ "vary", required_argument, NULL, 'v' },
+		{ "max-overhead", required_argument, NULL, 'x' },
+		{ "planner", required_argument, NULL, 'p' },
+		{ "reserve", required_argument, NULL, 'r' },
+		{ "workspace", required_argument, NULL, 'w' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "svg", required_argument, NULL, 's' },
+		{ "model", required_argument, NULL, 'm' },
+		{ "batch", required_argument, NULL, 'b' },
+		{ "checkpoints", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *gpu_arg = NULL, *model = NULL, *svg = NULL, *vary = "batch", *planner = "auto";
+	int fmt = FMT_TABLE, c, rc = EXIT_OK;
+	double max_overhead = -1;
+	uint64_t reserve = CAP_DEFAULT_RESERVE;
+	uint32_t batch = 0;
+	enum mp_ws_mode ws = MP_WS_NONE;
+	struct mp_policy_opts popts;
+	struct mp_error err = { "" };
+	struct mp_net *net = NULL;
+	struct gpu *gpus = NULL;
+	uint32_t n_gpus = 0, cap_gpus = 0;
+	FILE *svgf = NULL;
+	char what[256];
+
+	policy_opts_default(&popts);
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'g': gpu_arg = optarg; break;
+		case 'v': vary = optarg; break;
+		case 'p': planner = optarg; break;
+		case 's': svg = optarg; break;
+		case 'm': model = optarg; break;
+		case 'x': {
+			char *end;
+
+			max_overhead = strtod(optarg, &end) / 100.0;
+			if (*end == '%')
+				end++;
+			if (*end || !(max_overhead >= 0) || max_overhead > 1e6)
+				return cli_error(EXIT_BAD_INPUT, "--max-overhead: '%s' is not a percentage (for example 10 or 10%%)", optarg);
+			break;
+		}
+		case 'r':
+			if (mp_parse_size(optarg, &reserve, &err) < 0)
+				return cli_error(EXIT_BAD_INPUT, "--reserve: %s", err.msg);
+			break;
+		case 'w':
+			if (!strcmp(optarg, "none"))
+				ws = MP_WS_NONE;
+			else if (!strcmp(optarg, "dynamic"))
+				ws = MP_WS_DYNAMIC;
+			else
+				return cli_error(EXIT_BAD_INPUT, "--workspace: unknown mode '%s' (none or dynamic)", optarg);
+			break;
+		case 'f':
+			if ((fmt = cli_parse_format(optarg, 0)) < 0)
+				return EXIT_BAD_INPUT;
+			break;
+		case 'b': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || v == 0 || v > (1u << 24))
+				return cli_error(EXIT_BAD_INPUT, "--batch: '%s' is not a batch size (1 to 16777216)", optarg);
+			batch = (uint32_t)v;
+			break;
+		}
+		case 'c': {
+			char *copy = mp_xstrdup(optarg), *save = NULL;
+
+			popts.checkpoints = 0;
+			for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+				int t = mp_layer_type_parse(tok);
+
+				if (t < 0) {
+					free(copy);
+					return cli_error(EXIT_BAD_INPUT, "--checkpoints: unknown layer type '%s'", tok);
+				}
+				popts.checkpoints |= 1u << t;
+			}
+			free(copy);
+			break;
+		}
+		case 'h':
+			fputs(usage_text, stdout);
+			return EXIT_OK;
+		default:
+			cli_error(EXIT_BAD_INPUT, "capacity: unknown or incomplete option '%s'", argv[optind - 1]);
+			fputs(usage_text, stderr);
+			return EXIT_BAD_INPUT;
+		}
+	}
+	if ((model && argc - optind != 0) || (!model && argc - optind != 1)) {
+		fputs(usage_text, stderr);
+		return EXIT_BAD_INPUT;
+	}
+	if (!gpu_arg)
+		return cli_error(EXIT_BAD_INPUT, "capacity: --gpu is required (a catalog name such as k40c, or a size such as 12G)");
+	if (strcmp(vary, "batch") && strcmp(vary, "depth"))
+		return cli_error(EXIT_BAD_INPUT, "--vary: unknown dimension '%s' (batch or depth)", vary);
+	if (!strcmp(vary, "depth") && (!model || strcmp(model, "resnet")))
+		return cli_error(EXIT_BAD_INPUT, "--vary depth: only for --model resnet (SuperNeurons' family, depth = 3 * (6 + 32 + n + 6) + 2)");
+	if (model && !zoo_model_find(model, NULL))
+		return cli_error(EXIT_BAD_INPUT, "--model: unknown model '%s' (see 'memplan gen --help')", model);
+	if (!model && batch)
+		return cli_error(EXIT_BAD_INPUT, "--batch: only with --model (a net file has its own batch)");
+	if (!model && !(net = cli_load_net(argv[optind])))
+		return EXIT_BAD_INPUT;
+	if (net && !net->batch) {
+		rc = cli_error(EXIT_BAD_INPUT, "%s: the net has no batch to vary (no data layer with a shape)", argv[optind]);
+		goto out;
+	}
+	{
+		char *copy = mp_xstrdup(gpu_arg), *save = NULL;
+
+		for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			mp_grow((void **)&gpus, &cap_gpus, n_gpus + 1, sizeof(*gpus));
+			if (parse_gpu(tok, net, &gpus[n_gpus]) < 0) {
+				free(copy);
+				rc = EXIT_BAD_INPUT;
+				goto out;
+			}
+			n_gpus++;
+		}
+		free(copy);
+	}
+	if (svg && !(svgf = fopen(svg, "w"))) {
+		rc = cli_error(EXIT_BAD_INPUT, "--svg: cannot write '%s': %s", svg, strerror(errno));
+		goto out;
+	}
+	for (uint32_t i = 0; i < n_gpus; i++) {
+		struct gpu *g = &gpus[i];
+		struct cap_query *q = &g->q;
+
+		q->vary = strcmp(vary, "batch") ? CAP_VARY_DEPTH : CAP_VARY_BATCH;
+		q->device = g->dev;
+		q->usable_bytes = g->memory > reserve ? g->memory - reserve : 0;
+		q->popts = popts;
+		q->ws_mode = ws;
+		q->max_overhead = max_overhead;
+		q->rows = (1u << MP_STRAT__COUNT) - 1;
+		if (add_planner_rows(planner, &q->rows) < 0) {
+			rc = cli_error(EXIT_BAD_INPUT, "--planner: unknown planner '%s' (auto, superneurons, tf-swap, tensile, none)", planner);
+			goto out;
+		}
+		q->limit = q->vary == CAP_VARY_BATCH ? 1u << 20 : 100000;
+		if (model) {
+			q->model = model;
+			zoo_opts_init(&q->zopts);
+			q->zopts.batch = batch;
+			if (q->vary == CAP_VARY_DEPTH && !batch)
+				q->zopts.batch = 16;
+			snprintf(g->times, sizeof(g->times), "roofline:%s (estimates from the device catalog, not measurements)",
+				 g->dev.is_default ? ZOO_DEFAULT_DEVICE : g->dev.name);
+			if (g->dev.is_default) {
+				/* a bare size: generate with the default device's figures */
+				const struct mp_device *d = device_find(ZOO_DEFAULT_DEVICE);
+
+				if (d) {
+					struct mp_device keep = g->dev;
+
+					q->device = *d;
+					q->device.h2d_gbps = keep.h2d_gbps;
+					q->device.d2h_gbps = keep.d2h_gbps;
+					q->device.latency_us = keep.latency_us;
+				}
+			}
+		} else {
+			q->base = net;
+			time_factors(net, &g->dev, &q->compute_factor, &q->memory_factor, g->times, sizeof(g->times));
+		}
+		if (capacity_run(q, g->res, &err) < 0) {
+			rc = cli_error(strncmp(err.msg, "internal", 8) ? EXIT_BAD_INPUT : EXIT_INTERNAL, "capacity: %s", err.msg);
+			goto out;
+		}
+	}
+	if (model)
+		snprintf(what, sizeof(what), "%s%s", model,
+			 !strcmp(vary, "depth") ? " (depth varied, SuperNeurons' family)" : " (batch varied)");
+	else
+		snprintf(what, sizeof(what), "'%s' (batch varied from %u)", net->name, net->batch);
+	if (fmt == FMT_JSON) {
+		json_t *root;
+
+		if (n_gpus == 1) {
+			root = gpu_json(&gpus[0]);
+		} else {
+			root = json_array();
+			for (uint32_t i = 0; i < n_gpus; i++)
+				json_array_append_new(root, gpu_json(&gpus[i]));
+		}
+		out_json(stdout, root);
+	} else {
+		for (uint32_t i = 0; i < n_gpus; i++) {
+			if (i)
+				printf("\n");
+			print_gpu(&gpus[i], what, reserve);
+		}
+	}
+	if (svgf) {
+		if (write_svg(svgf, &gpus[0], model ? model : net->name, &err) < 0)
+			rc = cli_error(EXIT_INTERNAL, "--svg: %s", err.msg);
+		fclose(svgf);
+		svgf = NULL;
+	}
+out:
+	if (svgf)
+		fclose(svgf);
+	free(gpus);
+	net_free(net);
+	return rc;
+}

@@ -1,0 +1,361 @@
+/*
+ * Capacity search (SuperNeurons 4.2, Tables 4 and 5).  For a size n the net
+ * is built (a scaled copy of a net file, or a generated model), then judged
+ * by the one simulator: a fixed strategy fits when its simulated peak is at
+ * most the usable memory, a planner when its plan fits.  Sizes are searched
+ * by doubling then bisection, so each answer n fits and n + 1 does not.
+ * Two bounds skip simulation: above the size whose layer-wise minimum exceeds
+ * the memory nothing fits, and the strategies are ordered (baseline >=
+ * liveness >= offload >= recompute, every planner starts from liveness) so a
+ * row's search starts at the answer of the row it cannot do worse than.
+ * O(log(max) * rows) builds and simulations.
+ */
+#include "capacity.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const rows[CAP_N_ROWS] = {
+	"baseline", "liveness", "offload", "recompute", "superneurons", "tf-swap", "tensile",
+};
+
+const char *cap_row_name(unsigned row)
+{
+	return row < CAP_N_ROWS ? rows[row] : "?";
+}
+
+uint32_t cap_resnet_depth(uint32_t n)
+{
+	return 3 * (6 + 32 + n + 6) + 2;
+}
+
+/* The net at size n: caller frees it (and *gen, a generated net's JSON is not
+ * kept). */
+static struct mp_net *build(const struct cap_query *q, uint32_t n, struct mp_error *err)
+{
+	if (!q->model)
+		return net_scaled(q->base, n, q->compute_factor, q->memory_factor, err);
+	{
+		struct zoo_opts o = q->zopts;
+		struct mp_net *net;
+		json_t *j;
+
+		if (q->vary == CAP_VARY_BATCH)
+			o.batch = n;
+		else
+			o.depth = cap_resnet_depth(n);
+		o.device = &q->device;
+		if (!(j = zoo_generate(q->model, &o, err)))
+			return NULL;
+		net = net_load_json(j, err);
+		json_decref(j);
+		return net;
+	}
+}
+
+/* Built nets and their routes by size, shared by all rows of one query: a
+ * search probes the same sizes for several rows. */
+#define CACHE_SLOTS 16
+static struct cache_slot {
+	const struct cap_query *q;
+	uint32_t n;
+	struct mp_net *net;
+	struct mp_route r;
+	uint64_t used;
+} cache[CACHE_SLOTS];
+static uint64_t cache_clock;
+
+static void cache_clear(void)
+{
+	for (int i = 0; i < CACHE_SLOTS; i++)
+		if (cache[i].net) {
+			route_release(&cache[i].r);
+			net_free(cache[i].net);
+			memset(&cache[i], 0, sizeof(cache[i]));
+		}
+}
+
+static int cached_net(const struct cap_query *q, uint32_t n, struct mp_net **net, struct mp_route **r,
+		      struct mp_error *err)
+{
+	int victim = 0;
+
+	for (int i = 0; i < CACHE_SLOTS; i++) {
+		if (cache[i].net && cache[i].q == q && cache[i].n == n) {
+			cache[i].used = ++cache_clock;
+			*net = cache[i].net;
+			*r = &cache[i].r;
+			return 0;
+		}
+		if (!cache[i].net || cache[i].used < cache[victim].used)
+			victim = i;
+	}
+	if (cache[victim].net) {
+		route_release(&cache[victim].r);
+		net_free(cache[victim].net);
+	}
+	memset(&cache[victim], 0, sizeof(cache[victim]));
+	if (!(*net = build(q, n, err)))
+		return -1;
+	if (route_build(*net, &cache[victim].r, err) < 0) {
+		net_free(*net);
+		return -1;
+	}
+	cache[victim] = (struct cache_slot){ q, n, *net, cache[victim].r, ++cache_clock };
+	*r = &cache[victim].r;
+	return 0;
+}
+
+/* Evaluate one row at size n: fits, and its time. */
+static int eval(const struct cap_query *q, unsigned row, uint32_t n, bool *fits, double *ms,
+		struct mp_error *err)
+{
+	struct mp_net *net;
+	struct mp_route *rp;
+	struct mp_layer_min lm;
+	int rc = -1;
+
+	*fits = false;
+	*ms = 0;
+	if (cached_net(q, n, &net, &rp, err) < 0)
+		return -1;
+#define r (*rp)
+	policy_layer_min(net, &r, &lm);
+	if (lm.bytes > q->usable_bytes) {
+		rc = 0; /* no schedule at layer granularity fits */
+		goto out;
+	}
+	if (row < MP_STRAT__COUNT) {
+		struct mp_schedule s, base;
+		struct mp_sim sim, bsim;
+
+		sched_init(&s);
+		policy_build(net, &r, (enum mp_strategy)row, &q->popts, &s, NULL);
+		rc = sim_run(net, &q->device, &s, &sim, err);
+		sched_release(&s);
+		if (rc < 0)
+			goto out;
+		*fits = sim.peak_bytes <= q->usable_bytes;
+		*ms = sim.time_ms;
+		if (*fits && q->max_overhead >= 0) {
+			sched_init(&base);
+			policy_build(net, &r, MP_STRAT_LIVENESS, &q->popts, &base, NULL);
+			rc = sim_run(net, &q->device, &base, &bsim, err);
+			sched_release(&base);
+			if (rc == 0) {
+				*fits = sim.time_ms <= bsim.time_ms * (1 + q->max_overhead) + 1e-9;
+				sim_release(&bsim);
+			}
+		}
+		sim_release(&sim);
+	} else {
+		struct mp_plan_req req;
+		struct mp_plan p;
+
+		memset(&req, 0, sizeof(req));
+		req.budget_bytes = q->usable_bytes;
+		req.device = q->device;
+		req.ws_mode = q->ws_mode;
+		req.popts = q->popts;
+		plan_init(&p);
+		rc = plan_run(net, &r, (enum mp_planner)(row - MP_STRAT__COUNT), &req, &p, err);
+		if (rc == 0) {
+			*fits = p.fits && (q->max_overhead < 0 || p.overhead <= q->max_overhead + 1e-12);
+			*ms = p.sim.time_ms;
+		}
+		plan_release(&p);
+	}
+out:
+	return rc;
+#undef r
+}
+
+int capacity_eval(const struct cap_query *q, unsigned row, uint32_t n, bool *fits, double *ms,
+		  struct mp_error *err)
+{
+	return eval(q, row, n, fits, ms, err);
+}
+
+/* Largest n in [lo, limit] with fits, given fits(lo) (lo may be 0: "none"). */
+static int search(const struct cap_query *q, unsigned row, uint32_t lo, double lo_ms,
+		  struct cap_result *res, struct mp_error *err)
+{
+	uint32_t hi = 0;
+	bool fits;
+	double ms;
+
+	/* doubling from lo until something does not fit */
+	for (uint32_t step = 1;; step *= 2) {
+		uint64_t n = (uint64_t)lo + step;
+
+		if (n > q->limit) {
+			if (lo == q->limit)
+				break;
+			n = q->limit;
+		}
+		res->evals++;
+		if (eval(q, row, (uint32_t)n, &fits, &ms, err) < 0)
+			return -1;
+		if (!fits) {
+			hi = (uint32_t)n;
+			break;
+		}
+		lo = (uint32_t)n;
+		lo_ms = ms;
+		if (lo == q->limit)
+			break;
+		if (step > UINT32_MAX / 4)
+			break;
+	}
+	/* bisection: lo fits (or is 0), hi does not */
+	while (hi && hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		res->evals++;
+		if (eval(q, row, mid, &fits, &ms, err) < 0)
+			return -1;
+		if (fits) {
+			lo = mid;
+			lo_ms = ms;
+		} else {
+			hi = mid;
+		}
+	}
+	res->max = lo;
+	res->time_ms = lo ? lo_ms : 0;
+	res->throughput = lo && lo_ms > 0 ? (q->vary == CAP_VARY_BATCH ? lo : q->zopts.batch) / (lo_ms / 1000.0) : 0;
+	return 0;
+}
+
+/* From the search's answer to the exact one under the model's own nets
+ * (generated at each size): max fits and max + 1 does not.  Galloping from
+ * the estimate, then bisection: O(log |error|) exact evaluations. */
+static int settle(const struct cap_query *exact, unsigned row, struct cap_result *r, struct mp_error *err)
+{
+	uint32_t lo, hi, guess = r->max;
+	bool fits;
+	double ms, lo_ms = 0;
+
+	r->evals++;
+	if (guess && eval(exact, row, guess, &fits, &ms, err) < 0)
+		return -1;
+	if (guess && fits) {
+		lo = guess;
+		lo_ms = ms;
+		hi = 0;
+		for (uint32_t step = 1; (uint64_t)lo + step <= exact->limit; step *= 2) {
+			r->evals++;
+			if (eval(exact, row, lo + step, &fits, &ms, err) < 0)
+				return -1;
+			if (!fits) {
+				hi = lo + step;
+				break;
+			}
+			lo += step;
+			lo_ms = ms;
+		}
+		if (!hi)
+			hi = lo + 1; /* the limit */
+	} else {
+		hi = guess ? guess : 1;
+		lo = 0;
+		for (uint32_t step = 1; guess && step <= guess; step *= 2) {
+			uint32_t n = guess - step;
+
+			if (n == 0)
+				break;
+			r->evals++;
+			if (eval(exact, row, n, &fits, &ms, err) < 0)
+				return -1;
+			if (fits) {
+				lo = n;
+				lo_ms = ms;
+				break;
+			}
+			hi = n;
+		}
+	}
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		r->evals++;
+		if (eval(exact, row, mid, &fits, &ms, err) < 0)
+			return -1;
+		if (fits) {
+			lo = mid;
+			lo_ms = ms;
+		} else {
+			hi = mid;
+		}
+	}
+	r->max = lo;
+	r->time_ms = lo ? lo_ms : 0;
+	r->throughput = r->max && r->time_ms > 0 ?
+		(exact->vary == CAP_VARY_BATCH ? r->max : exact->zopts.batch) / (r->time_ms / 1000.0) : 0;
+	return 0;
+}
+
+int capacity_run(const struct cap_query *q0, struct cap_result res[CAP_N_ROWS], struct mp_error *err)
+{
+	struct cap_query fast = *q0;
+	const struct cap_query *q = q0;
+	struct mp_net *base = NULL;
+	int rc = -1;
+
+	memset(res, 0, CAP_N_ROWS * sizeof(*res));
+	/* a generated model varied by batch: search on scaled copies of one
+	 * generated net (its per-sample tensors are exact multiples of the
+	 * batch), then settle each answer on the model's own nets */
+	if (q0->model && q0->vary == CAP_VARY_BATCH) {
+		struct zoo_opts o = q0->zopts;
+		json_t *j;
+
+		o.batch = 32;
+		o.device = &q0->device;
+		if (!(j = zoo_generate(q0->model, &o, err)))
+			return -1;
+		base = net_load_json(j, err);
+		json_decref(j);
+		if (!base)
+			return -1;
+		fast.model = NULL;
+		fast.base = base;
+		fast.compute_factor = fast.memory_factor = 1.0;
+		q = &fast;
+	}
+	for (unsigned row = 0; row < CAP_N_ROWS; row++) {
+		uint32_t lo = 0;
+		double lo_ms = 0;
+		bool fits;
+
+		if (!(q->rows & (1u << row)))
+			continue;
+		/* start from a row this one cannot do worse than, if computed and
+		 * no overhead bound makes the order invalid */
+		if (q->max_overhead < 0) {
+			int prev = row == 0 ? -1 : row < MP_STRAT__COUNT ? (int)row - 1 : MP_STRAT_LIVENESS;
+
+			while (prev >= 0 && !(q->rows & (1u << prev)))
+				prev = prev >= MP_STRAT__COUNT ? MP_STRAT_LIVENESS : prev - 1;
+			if (prev >= 0 && res[prev].max) {
+				lo = res[prev].max;
+				res[row].evals++;
+				if (eval(q, row, lo, &fits, &lo_ms, err) < 0)
+					goto out;
+				if (!fits) {
+					lo = 0;
+					lo_ms = 0;
+				}
+			}
+		}
+		if (search(q, row, lo, lo_ms, &res[row], err) < 0)
+			goto out;
+		if (q != q0 && settle(q0, row, &res[row], err) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	cache_clear();
+	net_free(base);
+	return rc;
+}

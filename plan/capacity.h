@@ -1,0 +1,63 @@
+/*
+ * capacity: the largest batch (or ResNet depth) each strategy and planner can
+ * train on a GPU (SuperNeurons Tables 4 and 5), exact under the simulator:
+ * the answer N fits and N + 1 does not.  Owns struct cap_query/cap_result.
+ */
+#ifndef MP_CAPACITY_H
+#define MP_CAPACITY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "plan.h"
+#include "../analysis/zoo.h"
+
+/* Reserved for the CUDA context, cuDNN and cuBLAS handles when none is given. */
+#define CAP_DEFAULT_RESERVE (UINT64_C(512) << 20)
+
+enum cap_vary { CAP_VARY_BATCH, CAP_VARY_DEPTH };
+
+/* What is measured: the four fixed strategies, then the planners. */
+#define CAP_N_ROWS (MP_STRAT__COUNT + MP_PLANNER__COUNT)
+const char *cap_row_name(unsigned row);
+
+struct cap_query {
+	enum cap_vary vary;
+	/* a net file, varied by batch: scaled copies (net_scaled) */
+	const struct mp_net *base;
+	double compute_factor, memory_factor; /* GPU change (1: none) */
+	/* or a generated model (zoo), varied by batch or depth */
+	const char *model;
+	struct zoo_opts zopts;
+	/* the GPU */
+	struct mp_device device;           /* link for copies; memory_bytes ignored */
+	uint64_t usable_bytes;             /* memory less the reserve */
+	struct mp_policy_opts popts;
+	enum mp_ws_mode ws_mode;
+	double max_overhead;               /* < 0: no bound; else e.g. 0.10 */
+	uint32_t rows;                     /* bit per row to compute */
+	uint32_t limit;                    /* largest size tried (batch or depth) */
+};
+
+struct cap_result {
+	uint32_t max;                      /* 0: not even the smallest size fits */
+	double time_ms;                    /* at max */
+	double throughput;                 /* samples per second at max */
+	uint32_t evals;                    /* sizes simulated or planned */
+};
+
+/* The depth of the n-th ResNet of SuperNeurons' family (n3 = n):
+ * 3 * (6 + 32 + n + 6) + 2. */
+uint32_t cap_resnet_depth(uint32_t n);
+
+/*
+ * Fill res[row] for every row in q->rows.  0, or -1 with *err (a net that
+ * cannot be built, an internal error).
+ */
+int capacity_run(const struct cap_query *q, struct cap_result res[CAP_N_ROWS], struct mp_error *err);
+
+/* Time per iteration of row at size n (for charts): 0 and *ms, *fits. */
+int capacity_eval(const struct cap_query *q, unsigned row, uint32_t n, bool *fits, double *ms,
+		  struct mp_error *err);
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * Capacity: on every row, the answer N fits and N + 1 does not (checked with
+ * capacity_eval, the search's own judge), for a net file varied by batch and
+ * for a generated model; the mlp answers by hand (tests/data/mlp.json).
+ */
+#include "../../plan/capacity.h"
+#include "unit.h"
+
+static void check_rows(const struct cap_query *q, const char *what)
+{
+	struct cap_result res[CAP_N_ROWS];
+	struct mp_error err;
+
+	CHECK(capacity_run(q, res, &err) == 0);
+	for (unsigned row = 0; row < CAP_N_ROWS; row++) {
+		bool fits;
+		double ms;
+
+		if (!(q->rows & (1u << row)))
+			continue;
+		if (res[row].max) {
+			CHECK(capacity_eval(q, row, res[row].max, &fits, &ms, &err) == 0);
+			CHECK(fits);
+		}
+		CHECK(capacity_eval(q, row, res[row].max + 1, &fits, &ms, &err) == 0);
+		CHECK(!fits);
+		printf("  %s %-13s max %u (%u evaluations)\n", what, cap_row_name(row), res[row].max, res[row].evals);
+	}
+	if (q->rows & 1)
+		CHECK(res[MP_STRAT_BASELINE].max <= res[MP_STRAT_LIVENESS].max);
+}
+
+int main(void)
+{
+	struct mp_error err;
+	struct mp_net *net = net_load_file("tests/data/mlp.json", &err);
+	struct cap_query q;
+	struct cap_result res[CAP_N_ROWS];
+
+	CHECK(net != NULL);
+	if (!net)
+		return unit_report("test_capacity");
+	memset(&q, 0, sizeof(q));
+	q.vary = CAP_VARY_BATCH;
+	q.base = net;
+	q.compute_factor = q.memory_factor = 1.0;
+	device_default(&q.device);
+	q.usable_bytes = 4u << 20;
+	policy_opts_default(&q.popts);
+	q.max_overhead = -1;
+	q.rows = (1u << CAP_N_ROWS) - 1;
+	q.limit = 1u << 20;
+	CHECK(capacity_run(&q, res, &err) == 0);
+	CHECK_U64(res[MP_STRAT_BASELINE].max, 716);  /* (4194304 - 2 * 262144) / 5120 */
+	CHECK_U64(res[MP_STRAT_LIVENESS].max, 960);  /* (4194304 - 262144) / 4096 */
+	check_rows(&q, "mlp");
+
+	/* a generated model, by batch (searched on scaled copies, settled on
+	 * the generated nets) */
+	memset(&q, 0, sizeof(q));
+	q.vary = CAP_VARY_BATCH;
+	q.model = "alexnet";
+	zoo_opts_init(&q.zopts);
+	q.device = *device_find("k40c");
+	q.usable_bytes = q.device.memory_bytes - CAP_DEFAULT_RESERVE;
+	policy_opts_default(&q.popts);
+	q.max_overhead = -1;
+	q.rows = (1u << CAP_N_ROWS) - 1;
+	q.limit = 1u << 20;
+	check_rows(&q, "alexnet/k40c");
+	net_free(net);
+	return unit_report("test_capacity");
+}
