@@ -299,7 +299,7 @@ int cmd_verify(int argc, char **argv)
 			 * to spare, two significant digits */
 			double want = 1.25 * res.work_scale, mag = pow(10, floor(log10(want)) - 1);
 
-			printf("; try --time-scale %g", ceil(want / mag) * mag);
+			printf("; the slowest would fit at --time-scale %g", ceil(want / mag) * mag);
 		}
 		printf("\n");
 	}

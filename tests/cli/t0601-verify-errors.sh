@@ -1,0 +1,52 @@
+#!/bin/sh
+# memplan verify: bad usage and bad input exit 2 with one line naming the
+# problem; plan files that are not plans, or whose schedule or arena no longer
+# add up, are refused by the plan reader before anything runs.
+. "$(dirname "$0")/../lib.sh"
+LOOSE="--tolerance-time 100000"   # not testing time here; CI hosts are noisy
+memplan plan examples/chain.json --budget 64K -o "$TMP/p.json" >/dev/null
+
+expect_run "no plan" 2 --stderr-grep '^usage: memplan verify PLAN.json' -- memplan verify
+expect_run "two plans" 2 --stderr-grep '^usage: memplan verify PLAN.json' -- memplan verify "$TMP/p.json" "$TMP/p.json"
+expect_run "probe takes no plan" 2 --stderr-grep '^usage: memplan verify PLAN.json' -- memplan verify --probe "$TMP/p.json"
+expect_run "missing file" 2 --stderr-grep "^memplan: $TMP/none.json: " -- memplan verify "$TMP/none.json"
+expect_run "a net, not a plan" 2 \
+	--stderr "memplan: examples/chain.json: format: this is a net, not a plan (memplan plan makes one)" -- \
+	memplan verify examples/chain.json
+printf '{"format": "memplan-plan/1",' >"$TMP/trunc.json"
+expect_run "truncated plan" 2 --stderr-grep "^memplan: $TMP/trunc.json: line 1, column [0-9]+: invalid JSON: " -- \
+	memplan verify "$TMP/trunc.json"
+# an offset moved onto another live allocation: the reader's arena check
+sed '0,/"offset": [1-9][0-9]*,/s//"offset": 0,/' "$TMP/p.json" >"$TMP/overlap.json"
+expect_run "overlapping offsets" 2 --stderr-grep "^memplan: $TMP/overlap.json: schedule\[[0-9]+\]\.offset: '[^']+' at \[0, [0-9]+\) overlaps '[^']+'" -- \
+	memplan verify "$TMP/overlap.json"
+
+expect_run "iters 0" 2 --stderr "memplan: --iters: expected a whole number from 1 to 100000, got '0'" -- \
+	memplan verify "$TMP/p.json" --iters 0
+expect_run "iters word" 2 --stderr "memplan: --iters: expected a whole number from 1 to 100000, got 'many'" -- \
+	memplan verify "$TMP/p.json" --iters many
+expect_run "warmup negative" 2 --stderr "memplan: --warmup: expected a whole number from 0 to 100000, got '-1'" -- \
+	memplan verify "$TMP/p.json" --warmup -1
+expect_run "time scale 0" 2 --stderr "memplan: --time-scale: expected a number above 0 and at most 1000, got '0'" -- \
+	memplan verify "$TMP/p.json" --time-scale 0
+expect_run "time scale nan" 2 --stderr "memplan: --time-scale: expected a number above 0 and at most 1000, got 'nan'" -- \
+	memplan verify "$TMP/p.json" --time-scale nan
+expect_run "tolerance negative" 2 --stderr "memplan: --tolerance-peak: expected a percentage from 0 to 1e+06, got '-2'" -- \
+	memplan verify "$TMP/p.json" --tolerance-peak -2
+expect_run "tolerance junk" 2 --stderr "memplan: --tolerance-time: expected a percentage from 0 to 1e+06, got '10%%'" -- \
+	memplan verify "$TMP/p.json" --tolerance-time 10%%
+expect_run "tolerance with percent sign" 0 -- memplan verify "$TMP/p.json" --iters 1 --tolerance-time 100000% --tolerance-peak 2%
+expect_run "unknown allocator" 2 --stderr "memplan: --alloc: unknown allocator 'slab' (arena, pool or async)" -- \
+	memplan verify "$TMP/p.json" --alloc slab
+expect_run "async is CUDA's" 2 \
+	--stderr "memplan: --alloc: async is cudaMallocAsync, for --device cuda (the host backend has arena and pool)" -- \
+	memplan verify "$TMP/p.json" --alloc async
+expect_run "unknown backend" 2 --stderr "memplan: --device: unknown backend 'tpu' (host or cuda)" -- \
+	memplan verify "$TMP/p.json" --device tpu
+expect_run "unknown option" 2 --stderr-grep "^memplan: verify: unknown or incomplete option '--budget'" -- \
+	memplan verify "$TMP/p.json" --budget 1G
+expect_run "option without value" 2 --stderr-grep "^memplan: verify: unknown or incomplete option '--iters'" -- \
+	memplan verify "$TMP/p.json" --iters
+expect_run "report not writable" 2 --stderr-grep "^memplan: --report: cannot write '$TMP/no/such/dir/r.json': " -- \
+	memplan verify "$TMP/p.json" --iters 1 $LOOSE --report "$TMP/no/such/dir/r.json"
+done_testing

@@ -1,0 +1,179 @@
+/*
+ * exec: running a plan and holding its prediction to account (memplan
+ * verify, DESIGN.md "Verify").  A backend executes a plan's Schedule action
+ * by action, checks that every tensor an op reads is resident and holds
+ * exactly the bytes it was produced with, and measures what the simulator
+ * predicted: peak device memory, iteration time, stalls, bytes moved and the
+ * link bandwidth achieved.  The comparison and the report (report.c) hold the
+ * measurement against the plan's simulation, per phase and in total.
+ *
+ * Backends:
+ *   host (exec_host.c)  device memory is a host arena, copy engines are
+ *                       threads throttled to the modelled link, compute is a
+ *                       timed wait scaled by time_scale; runs everywhere
+ *   cuda                not in this module yet: exec_cuda_probe says whether a
+ *                       CUDA device is present (probe.c)
+ *
+ * Owns struct mp_exec_result and struct mp_exec_cmp.
+ */
+#ifndef MP_EXEC_H
+#define MP_EXEC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../plan/plan.h"
+
+/* Where allocations go: the plan's static arena offsets, a first-fit pool of
+ * 1 KiB blocks (SuperNeurons 3.2.1), or cudaMallocAsync (CUDA only). */
+enum mp_exec_alloc { MP_EXEC_ARENA, MP_EXEC_POOL, MP_EXEC_ASYNC };
+const char *mp_exec_alloc_name(enum mp_exec_alloc a);
+int mp_exec_alloc_parse(const char *s); /* -1 */
+
+struct mp_exec_opts {
+	enum mp_exec_alloc alloc;
+	uint32_t iters;           /* measured iterations, >= 1 */
+	uint32_t warmup;          /* iterations run first and not measured */
+	double time_scale;        /* wall time per modelled time, > 0 (1: real time) */
+	uint64_t pool_bytes;      /* pool capacity; 0: the larger of the budget and the arena */
+};
+void exec_opts_default(struct mp_exec_opts *o); /* arena, 5 iterations, 1 warm-up, scale 1 */
+
+/* One action as the median measured iteration ran it.  Times are wall
+ * milliseconds from the iteration's start on the action's engine timeline
+ * (see exec_host_run); bytes are the device bytes live after its memory
+ * event, as sim_run's resident_bytes. */
+struct mp_exec_act {
+	double start_ms, end_ms;
+	double stall_ms;          /* wait: compute blocked on its swap-in */
+	uint64_t resident_bytes;
+};
+
+struct mp_exec_result {
+	enum mp_exec_alloc alloc;
+	double time_scale;
+	uint32_t iters, warmup;
+	double *iter_ms;          /* [iters] wall time of each measured iteration, owned */
+	double time_ms;           /* median of iter_ms */
+	double timeline_ms;       /* median iteration: the last engine timeline's end */
+	double stall_ms;          /* median iteration: compute blocked on waits */
+	double alloc_wait_ms;     /* median iteration: allocations waiting for a
+				   * swap-out to release memory (0 in a plan that fits) */
+	/* memory: the most bytes live at once in the median iteration, with
+	 * memory events in the engines' timeline order (sim_run's order) */
+	uint64_t live_peak_bytes;
+	uint32_t live_peak_action;
+	uint64_t live_peak_max_bytes;  /* the same, the largest over the measured iterations */
+	uint64_t mem_bytes;       /* the host arena standing for device memory */
+	uint64_t arena_high_bytes;/* arena: the highest byte an allocation reached */
+	uint64_t pool_high_bytes; /* pool: its high-water mark over all iterations (1 KiB blocks) */
+	uint64_t peak_bytes;      /* what the device would need: arena: live_peak_bytes;
+				   * pool: pool_high_bytes */
+	/* copies, per iteration */
+	uint64_t h2d_bytes, d2h_bytes;
+	uint32_t n_h2d, n_d2h;
+	double h2d_busy_ms, d2h_busy_ms;  /* median iteration, wall ms */
+	/* checks, per iteration */
+	uint64_t reads_checked;   /* tensor reads whose bytes were hashed and compared */
+	uint64_t swaps_checked;   /* swap-outs and swap-ins whose copies were compared */
+	uint64_t recomputes_checked;
+	uint64_t bytes_hashed;
+	uint32_t overruns;        /* median iteration: actions whose real work (data,
+				   * checks, thread hand-offs) outlasted their scaled time */
+	double overrun_ms;        /* the time they lost, wall ms */
+	double work_scale;        /* median iteration: the largest real work time over
+				   * modelled time of an action with a modelled time;
+				   * a time_scale above it leaves every action room */
+	uint32_t n_act;
+	struct mp_exec_act *act;  /* [n_act] the median iteration, owned */
+	uint32_t n_steps;
+	uint64_t *step_bytes;     /* [n_steps] most bytes live inside each step, owned */
+	uint32_t failed_action;   /* after a violation: its index; UINT32_MAX otherwise */
+};
+
+/*
+ * Run p on the host backend: o->warmup + o->iters iterations.  The host arena
+ * is p->arena_bytes (MP_EXEC_ARENA, every allocation at p->offset) or a pool
+ * (MP_EXEC_POOL).  Compute waits each op's time times o->time_scale, after
+ * hashing every input and writing every output with a pattern of its own;
+ * two copy threads move swapped tensors between the arena and host buffers,
+ * each throttled to req->device's bandwidth and latency.  Each engine keeps a
+ * timeline: an action starts when its engine and what it depends on are done
+ * (sim_run's rules, on measured times) and ends its scaled time later, or when
+ * its real work ends if that is later, so host timer jitter does not add up
+ * while slow real work shows.
+ *
+ * Returns 0 with *out filled (release with exec_result_release), or -1 with
+ * *err: a violation names the action, the tensor and the step, and sets
+ * out->failed_action ("schedule[37] compute 'fc1.fwd': 'pool5.out' does not
+ * hold what 'pool5.fwd' wrote (checksum ..., expected ...)"); otherwise the
+ * run could not start (host memory, threads) and failed_action is UINT32_MAX.
+ */
+int exec_host_run(const struct mp_net *net, const struct mp_plan_req *req, const struct mp_plan *p,
+		  const struct mp_exec_opts *o, struct mp_exec_result *out, struct mp_error *err);
+void exec_result_release(struct mp_exec_result *r);
+
+/* The hash of tensor bytes the executors keep: FNV-1a over 64-bit words in
+ * four interleaved lanes, the tail into the first, a final mix with the
+ * length.  Exposed for tests. */
+uint64_t exec_hash(const void *p, uint64_t n);
+
+/*
+ * Predicted vs measured, per phase (forward, backward, optimizer) and in
+ * total.  Actions belong to the phase of the next compute action (the last
+ * one's after it), as sim_run attributes memory events to steps.  Phase time
+ * is the compute engine's span in the phase; the total time is the iteration.
+ * Predicted times are the plan's simulation times time_scale.
+ */
+enum { EXEC_ROW_FWD, EXEC_ROW_BWD, EXEC_ROW_OPT, EXEC_ROW_TOTAL, EXEC_ROWS };
+
+struct mp_exec_pair {
+	double pred, meas;
+};
+
+struct mp_exec_row {
+	bool present;             /* a phase with at least one step */
+	struct mp_exec_pair time_ms, peak_bytes, stall_ms;
+	struct mp_exec_pair h2d_bytes, d2h_bytes;
+	struct mp_exec_pair h2d_ms, d2h_ms;      /* copy engine busy, wall ms */
+	struct mp_exec_pair h2d_gbps, d2h_gbps;  /* achieved link bandwidth in model
+						  * time (bytes / busy / time_scale); 0: no copies */
+};
+
+struct mp_exec_cmp {
+	struct mp_exec_row row[EXEC_ROWS];
+	double tol_peak, tol_time;    /* fractions: 0.02 = 2% */
+	double peak_dev, time_dev;    /* measured / predicted - 1 */
+	bool peak_ok, time_ok;
+	bool time_checked;            /* false when the prediction is 0 ms */
+};
+
+/* Compare r with p's simulation; tolerances are fractions. */
+void exec_compare(const struct mp_net *net, const struct mp_plan *p, const struct mp_exec_result *r,
+		  double tol_peak, double tol_time, struct mp_exec_cmp *out);
+
+/* The verify report (memplan-verify(1) --report): the comparison, the
+ * measurement and the per-step and per-action predicted and measured times
+ * and bytes.  The caller adds what it knows (file names, device). */
+json_t *exec_report_json(const struct mp_net *net, const struct mp_plan *p,
+			 const struct mp_exec_result *r, const struct mp_exec_cmp *c);
+
+/* What exec_cuda_probe finds. */
+struct mp_cuda_probe {
+	int devices;              /* CUDA devices the driver reports */
+	char name[128];           /* device 0 */
+	uint64_t memory_bytes;    /* device 0 total memory */
+	int driver_version;       /* e.g. 13000 */
+	bool backend;             /* this memplan was built with the CUDA backend */
+};
+
+/*
+ * Is a CUDA device here?  Asks the driver (libcuda.so.1, loaded at run time
+ * so that memplan needs no CUDA library to start).  Returns 0 with *out
+ * filled when at least one device is present, else -1 with *err saying why
+ * ("no CUDA driver (libcuda.so.1: ...)", "the CUDA driver reports no device").
+ */
+int exec_cuda_probe(struct mp_cuda_probe *out, struct mp_error *err);
+
+#endif
