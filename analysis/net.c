@@ -181,6 +181,7 @@ static int32_t add_tensor_dt(struct loader *L, const char *name, uint64_t bytes,
 	t->producer = -1;
 	t->layer = layer;
 	t->dtype = dt;
+	t->per_sample = false;
 	if (L->maps_live && mp_strmap_put(&L->tensor_names, name, id) >= 0) {
 		net->n_tensors--;
 		return -1;

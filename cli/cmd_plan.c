@@ -299,6 +299,9 @@ int cmd_plan(int argc, char **argv)
 				       argv[optind], err.msg);
 			goto out_plans;
 		}
+		/* the smallest arena of the placement orders, for the report */
+		plan_assign_arena(net, &plans[i]);
+		plan_metrics(&plans[i], req.budget_bytes);
 		if (plans[i].fits && (best < 0 || plans[i].sim.time_ms < plans[best].sim.time_ms ||
 				      (plans[i].sim.time_ms == plans[best].sim.time_ms &&
 				       plans[i].sim.peak_bytes < plans[best].sim.peak_bytes)))
@@ -306,10 +309,6 @@ int cmd_plan(int argc, char **argv)
 		if (lowest < 0 || plans[i].sim.peak_bytes < plans[lowest].sim.peak_bytes)
 			lowest = i;
 	}
-	/* the smallest arena of the placement orders, for the report */
-	for (int i = 0; i < MP_PLANNER__COUNT; i++)
-		if (plans[i].sched.n)
-			plan_assign_arena(net, &plans[i]);
 	if (fmt == FMT_JSON) {
 		if (all) {
 			json_t *root = json_object(), *arr = json_array();

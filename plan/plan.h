@@ -67,6 +67,10 @@ void plan_release(struct mp_plan *p);
 int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner which,
 	     const struct mp_plan_req *req, struct mp_plan *out, struct mp_error *err);
 
+/* fits (peak and arena within budget), overhead, MSR, EOR, CBR of a
+ * simulated, arena-assigned plan: one definition for planning and reading. */
+void plan_metrics(struct mp_plan *p, uint64_t budget);
+
 /*
  * Convolution configurations for --workspace wr|wd (mu-cuDNN): for every op
  * with algorithm alternatives, the algorithm (algo[op]) or micro-batch list

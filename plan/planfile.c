@@ -780,12 +780,7 @@ int plan_read_file(const char *path, struct mp_net **net_out, struct mp_plan_req
 	if (plan_check_arena(net, p_out, err) < 0)
 		goto fail;
 	/* derived figures, as plan_run defines them, from the re-simulation */
-	p_out->fits = p_out->sim.peak_bytes <= req_out->budget_bytes;
-	p_out->eor = p_out->baseline_ms > 0 ? p_out->sim.time_ms / p_out->baseline_ms : 1.0;
-	p_out->overhead = p_out->eor - 1.0;
-	p_out->msr = p_out->baseline_peak ? ((double)p_out->baseline_peak - (double)p_out->sim.peak_bytes) /
-					    (double)p_out->baseline_peak : 0;
-	p_out->cbr = p_out->eor > 0 ? p_out->msr / p_out->eor : 0;
+	plan_metrics(p_out, req_out->budget_bytes);
 	json_decref(root);
 	*net_out = net;
 	return 0;

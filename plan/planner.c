@@ -41,6 +41,16 @@ void plan_release(struct mp_plan *p)
 	memset(p, 0, sizeof(*p));
 }
 
+void plan_metrics(struct mp_plan *p, uint64_t budget)
+{
+	p->fits = p->sim.peak_bytes <= budget && p->arena_bytes <= budget;
+	p->eor = p->baseline_ms > 0 ? p->sim.time_ms / p->baseline_ms : 1.0;
+	p->overhead = p->eor - 1.0;
+	p->msr = p->baseline_peak ? ((double)p->baseline_peak - (double)p->sim.peak_bytes) /
+				    (double)p->baseline_peak : 0;
+	p->cbr = p->eor > 0 ? p->msr / p->eor : 0;
+}
+
 uint32_t pl_take_until(struct pl_state *S, const struct pl_cand *c, uint32_t n, uint64_t excess)
 {
 	uint64_t got = 0;
@@ -120,11 +130,11 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 			pl_release(&S);
 			free(out->offset);
 			out->offset = NULL;
-			if (out->sim.peak_bytes > eff.budget_bytes)
-				break; /* does not fit: no arena to place */
 			plan_assign_arena_within(net, out, req->budget_bytes);
-			if (out->arena_bytes <= req->budget_bytes)
-				break;
+			if (out->sim.peak_bytes <= req->budget_bytes && out->arena_bytes <= req->budget_bytes)
+				break; /* fits */
+			if (out->sim.peak_bytes > eff.budget_bytes || out->arena_bytes <= req->budget_bytes)
+				break; /* the planner cannot go lower: shrinking will not help */
 			{
 				uint64_t over = out->arena_bytes - req->budget_bytes;
 
@@ -142,11 +152,6 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 				 (unsigned long long)eff.budget_bytes);
 		}
 	}
-	out->fits = out->sim.peak_bytes <= req->budget_bytes && out->arena_bytes <= req->budget_bytes;
-	out->eor = out->baseline_ms > 0 ? out->sim.time_ms / out->baseline_ms : 1.0;
-	out->overhead = out->eor - 1.0;
-	out->msr = out->baseline_peak ? ((double)out->baseline_peak - (double)out->sim.peak_bytes) /
-					(double)out->baseline_peak : 0;
-	out->cbr = out->eor > 0 ? out->msr / out->eor : 0;
+	plan_metrics(out, req->budget_bytes);
 	return 0;
 }

@@ -335,7 +335,17 @@ static int round_trip(struct fix *f, const char *name)
 	s1 = json_dumps(j, JSON_INDENT(1));
 	s2 = json_dumps(j2, JSON_INDENT(1));
 	if (strcmp(s1, s2)) {
-		fprintf(stderr, "%s: written again, the plan differs\n", name);
+		FILE *d1 = fopen("/tmp/rt1.json", "w"), *d2 = fopen("/tmp/rt2.json", "w");
+
+		if (d1 && d2) {
+			fputs(s1, d1);
+			fputs(s2, d2);
+		}
+		if (d1)
+			fclose(d1);
+		if (d2)
+			fclose(d2);
+		fprintf(stderr, "%s: written again, the plan differs (/tmp/rt1.json, /tmp/rt2.json)\n", name);
 		bad++;
 	}
 	free(s1);
