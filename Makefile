@@ -9,9 +9,10 @@ CFLAGS  ?= -O2 -g
 # -Wno-format-truncation: JSON paths in messages are cut to fixed buffers on purpose
 WARN    := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wstrict-prototypes -Werror -Wno-format-truncation
 LIBS    := -ljansson -lglpk -lcrypto -lm -lpthread -ldl
+# SANFLAGS, not CFLAGS: `make check` sets CFLAGS on the command line, which
+# would silently drop anything added to CFLAGS here.
 ifdef SANITIZE
-CFLAGS  += -O1 -fno-omit-frame-pointer -fsanitize=$(SANITIZE) -fno-sanitize-recover=all
-LDFLAGS += -fsanitize=$(SANITIZE)
+SANFLAGS := -O1 -fno-omit-frame-pointer -fsanitize=$(SANITIZE) -fno-sanitize-recover=all
 endif
 BUILD   ?= build
 
@@ -33,15 +34,15 @@ memplan: $(BUILD)/memplan
 	cp $< $@
 
 $(BUILD)/memplan: $(CLI_OBJ) $(LIB_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/%.o: %.c $(wildcard analysis/*.h plan/*.h verify/*.h cli/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CFLAGS) -c -o $@ $<
+	$(CC) $(WARN) $(CFLAGS) $(SANFLAGS) -c -o $@ $<
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LIBS)
+	$(CC) $(WARN) $(CFLAGS) $(SANFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LIBS)
 
 deps:
 	@sh tools/deps.sh
@@ -71,7 +72,7 @@ clean:
 # fuzz: libFuzzer on the loader and analysis (tests/fuzz/fuzz_net.c) for
 # FUZZ_SECONDS, seeded with tests/bad and examples; crashes land in build-fuzz/.
 # Needs clang with libFuzzer (Debian: clang, libclang-rt-14-dev).  FUZZ_FLAGS
-# adds compiler flags, e.g. -fno-sanitize=nonnull-attribute to step over a known bug.
+# adds compiler flags, e.g. -fno-sanitize=CHECK to step over a bug already reported.
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_FLAGS   ?=

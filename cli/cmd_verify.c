@@ -292,8 +292,8 @@ int cmd_verify(int argc, char **argv)
 		       res.live_peak_bytes ? (double)res.pool_high_bytes / (double)res.live_peak_bytes : 0.0,
 		       mp_fmt_bytes(res.live_peak_bytes, b3, sizeof(b3)));
 	if (res.overruns) {
-		printf("note      %u actions outlasted their scaled time by %.3f ms in all (real work: hashing, "
-		       "copies, thread hand-offs)", res.overruns, res.overrun_ms);
+		printf("note      %u actions outlasted their scaled time by %.3f ms in all (real work: filling, "
+		       "hashing, copying)", res.overruns, res.overrun_ms);
 		if (!cmp.time_ok && res.work_scale > eo.time_scale) {
 			/* where the slowest action's real work fits, with a quarter
 			 * to spare, two significant digits */

@@ -79,8 +79,8 @@ struct mp_exec_result {
 	uint64_t swaps_checked;   /* swap-outs and swap-ins whose copies were compared */
 	uint64_t recomputes_checked;
 	uint64_t bytes_hashed;
-	uint32_t overruns;        /* median iteration: actions whose real work (data,
-				   * checks, thread hand-offs) outlasted their scaled time */
+	uint32_t overruns;        /* median iteration: actions whose real work (filling,
+				   * hashing, copying) outlasted their scaled time */
 	double overrun_ms;        /* the time they lost, wall ms */
 	double work_scale;        /* median iteration: the largest real work time over
 				   * modelled time of an action with a modelled time;
@@ -100,9 +100,9 @@ struct mp_exec_result {
  * two copy threads move swapped tensors between the arena and host buffers,
  * each throttled to req->device's bandwidth and latency.  Each engine keeps a
  * timeline: an action starts when its engine and what it depends on are done
- * (sim_run's rules, on measured times) and ends its scaled time later, or when
- * its real work ends if that is later, so host timer jitter does not add up
- * while slow real work shows.
+ * (sim_run's rules, on measured times) and lasts its scaled time, or its real
+ * work if that took longer (an overrun), so host timer jitter does not add up
+ * while slow real work shows; without overruns the timelines are sim_run's.
  *
  * Returns 0 with *out filled (release with exec_result_release), or -1 with
  * *err: a violation names the action, the tensor and the step, and sets

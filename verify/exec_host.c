@@ -27,12 +27,15 @@
  *
  * Time: each engine keeps a timeline in model milliseconds anchored to the
  * real clock (real = start + model x time_scale).  An action starts on its
- * timeline when its engine and its dependencies are done, and ends its
- * modelled time later, or when its real work (hashing, filling, copying,
- * thread hand-offs) ends if that is later; the thread sleeps until the end.
- * Timer overshoot is so absorbed instead of summed over thousands of
- * actions, while work slower than the model shows as overruns.  Memory events
- * are ordered on those timelines (as sim_run orders them) for the live peak.
+ * timeline when its engine and its dependencies are done, and lasts its
+ * modelled time, or its real work (hashing, filling, copying) if that took
+ * longer: an overrun; the thread then sleeps until the end.  A thread that
+ * wakes late (timer overshoot, preemption, hand-off) catches up on the
+ * following actions' sleeps instead of delaying them, so host jitter does not
+ * add up over thousands of actions, while work slower than the model shows.
+ * Without overruns the timelines are sim_run's, operation for operation.  The
+ * iteration's wall time is measured on the real clock.  Memory events are
+ * ordered on the timelines (as sim_run orders them) for the live peak.
  *
  * Cost per iteration: O(actions log actions) bookkeeping, O(bytes read and
  * written) hashing, O(live allocations) per swap-in and per allocation.
@@ -349,11 +352,6 @@ static int64_t real_at(const struct exec *X, double t_ms)
 	return X->r0 + (int64_t)llround(t_ms * X->ns_per_ms);
 }
 
-static double model_at(const struct exec *X, int64_t ns)
-{
-	return (double)(ns - X->r0) / X->ns_per_ms;
-}
-
 /* mu held */
 static void log_ev(struct exec *X, double t, uint32_t seq, int64_t delta, int32_t step)
 {
@@ -431,7 +429,7 @@ static void *engine_main(void *arg)
 	for (;;) {
 		struct job j;
 		double S, dur, end;
-		int64_t deadline, work_start, work_end;
+		int64_t work_start, work_end;
 		uint64_t h;
 		char w1[200], w2[200];
 
@@ -478,15 +476,13 @@ static void *engine_main(void *arg)
 		else
 			h = copy_hash(X->t[j.tensor].host, X->mem + j.off, j.bytes);
 		work_end = now_ns();
-		deadline = real_at(X, S + dur);
-		sleep_until(deadline);
+		end = S + fmax(dur, (double)(work_end - work_start) / X->ns_per_ms);
+		sleep_until(real_at(X, end));
 
 		pthread_mutex_lock(&X->mu);
-		end = S + dur;
-		if (work_end > deadline) {
-			end = fmax(end, model_at(X, work_end));
+		if (end > S + dur) {
 			X->overruns++;
-			X->overrun_ms += (double)(work_end - deadline) / 1e6;
+			X->overrun_ms += (end - S - dur) * X->o.time_scale;
 		}
 		if (dur > 0)
 			X->need_scale = fmax(X->need_scale, (double)(work_end - work_start) / 1e6 / dur);
@@ -897,7 +893,7 @@ static int do_compute(struct exec *X, uint32_t i)
 	const bool first = !X->computed[o];
 	double ms, start, end;
 	uint64_t ws = 0, wsoff = 0;
-	int64_t deadline, work_start, work_end;
+	int64_t work_start, work_end;
 	struct ver *inv = &X->in_ver[X->in_at[o]], *outv = &X->out_ver[X->out_at[o]];
 	char w1[200], extra[600];
 
@@ -1002,16 +998,14 @@ static int do_compute(struct exec *X, uint32_t i)
 		fill_pattern(X->mem + wsoff, ws, pattern_seed(op->ws, o));
 	X->computed[o] = 1;
 	work_end = now_ns();
-	deadline = real_at(X, start + ms);
-	sleep_until(deadline);
+	end = start + fmax(ms, (double)(work_end - work_start) / X->ns_per_ms);
+	sleep_until(real_at(X, end));
 	pthread_mutex_lock(&X->mu);
 	if (ms > 0)
 		X->need_scale = fmax(X->need_scale, (double)(work_end - work_start) / 1e6 / ms);
-	end = start + ms;
-	if (work_end > deadline) {
-		end = fmax(end, model_at(X, work_end));
+	if (end > start + ms) {
 		X->overruns++;
-		X->overrun_ms += (double)(work_end - deadline) / 1e6;
+		X->overrun_ms += (end - start - ms) * X->o.time_scale;
 	}
 	X->tc = end;
 	X->vs[i] = start;
