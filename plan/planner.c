@@ -152,6 +152,44 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 				 (unsigned long long)eff.budget_bytes);
 		}
 	}
+	/* SuperNeurons' own fixed strategies are schedules of this planner too:
+	 * offload, and offload with cost-aware recomputation, as
+	 * `memplan analyze` builds them; one that fits and is faster wins */
+	if (which == MP_PLANNER_SUPERNEURONS && (req->ws_mode == MP_WS_NONE || req->ws_mode == MP_WS_DYNAMIC)) {
+		/* (with wr or wd the default algorithms may break the workspace limit) */
+		static const enum mp_strategy fixed[] = { MP_STRAT_OFFLOAD, MP_STRAT_RECOMPUTE };
+
+		for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++) {
+			struct mp_plan c;
+
+			plan_init(&c);
+			policy_build(net, r, fixed[k], &po, &c.sched, NULL);
+			if (sim_run(net, &req->device, &c.sched, &c.sim, err) < 0) {
+				plan_release(&c);
+				return -1;
+			}
+			if (c.sim.peak_bytes <= req->budget_bytes) {
+				plan_assign_arena_within(net, &c, req->budget_bytes);
+				if (c.arena_bytes <= req->budget_bytes &&
+				    (out->sim.peak_bytes > req->budget_bytes || out->arena_bytes > req->budget_bytes ||
+				     c.sim.time_ms < out->sim.time_ms)) {
+					c.planner = out->planner;
+					c.baseline_ms = out->baseline_ms;
+					c.baseline_peak = out->baseline_peak;
+					c.uncached_swap_bytes = out->uncached_swap_bytes;
+					c.iterations = out->iterations;
+					snprintf(c.note, sizeof(c.note), "the %s strategy's schedule (%s)",
+						 mp_strategy_name(fixed[k]), fixed[k] == MP_STRAT_OFFLOAD ?
+						 "checkpoints offloaded, prefetched one ahead" :
+						 "offload + cost-aware recomputation");
+					plan_release(out);
+					*out = c;
+					continue;
+				}
+			}
+			plan_release(&c);
+		}
+	}
 	plan_metrics(out, req->budget_bytes);
 	return 0;
 }
