@@ -192,6 +192,21 @@ int jget_bool(const json_t *v, const char *path, int *out, struct mp_error *err)
 	return 0;
 }
 
+/* Line and column (1-based) of byte off, for messages about raw bytes. */
+static void line_col(const char *buf, size_t off, int *line, int *col)
+{
+	const char *nl;
+
+	*line = 1;
+	*col = 1;
+	for (const char *p = buf; (nl = memchr(p, '\n', (size_t)(buf + off - p))); p = nl + 1) {
+		(*line)++;
+		*col = (int)(buf + off - nl);
+	}
+	if (*line == 1)
+		*col = (int)off + 1;
+}
+
 /* Read a whole regular file: jansson's stream reader goes a byte at a time. */
 static char *slurp(const char *path, size_t *len, struct mp_error *err)
 {
@@ -211,7 +226,26 @@ static char *slurp(const char *path, size_t *len, struct mp_error *err)
 	}
 	buf = mp_xmalloc(cap);
 	while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
+		/* fail at the first NUL byte or past the size cap, without reading
+		 * the rest (/dev/zero, a disk image given by mistake) */
+		const char *nul = memchr(buf + n, '\0', got);
+
+		if (nul) {
+			int line, col;
+
+			line_col(buf, (size_t)(nul - buf), &line, &col);
+			mp_error_set(err, "line %d, column %d: invalid JSON: unexpected NUL byte", line, col);
+			fclose(f);
+			free(buf);
+			return NULL;
+		}
 		n += got;
+		if (n > MP_MAX_JSON_BYTES) {
+			mp_error_set(err, "larger than the %u MiB memplan reads", (unsigned)(MP_MAX_JSON_BYTES >> 20));
+			fclose(f);
+			free(buf);
+			return NULL;
+		}
 		if (n == cap)
 			buf = mp_xrealloc(buf, cap *= 2);
 	}
@@ -226,28 +260,12 @@ static char *slurp(const char *path, size_t *len, struct mp_error *err)
 	return buf;
 }
 
-/* Line and column (1-based) of byte off, for messages about raw bytes. */
-static void line_col(const char *buf, size_t off, int *line, int *col)
-{
-	const char *nl;
-
-	*line = 1;
-	*col = 1;
-	for (const char *p = buf; (nl = memchr(p, '\n', (size_t)(buf + off - p))); p = nl + 1) {
-		(*line)++;
-		*col = (int)(buf + off - nl);
-	}
-	if (*line == 1)
-		*col = (int)off + 1;
-}
-
 json_t *mp_json_load_file(const char *path, struct mp_error *err)
 {
 	json_error_t jerr;
 	json_t *root;
 	size_t len;
 	char *buf = slurp(path, &len, err);
-	const char *nul;
 
 	if (!buf)
 		return NULL;
@@ -258,14 +276,6 @@ json_t *mp_json_load_file(const char *path, struct mp_error *err)
 	}
 	if (len >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3)) {
 		mp_error_set(err, "line 1, column 1: invalid JSON: the file starts with a byte order mark (save it as UTF-8 without BOM)");
-		free(buf);
-		return NULL;
-	}
-	if ((nul = memchr(buf, '\0', len))) {
-		int line, col;
-
-		line_col(buf, (size_t)(nul - buf), &line, &col);
-		mp_error_set(err, "line %d, column %d: invalid JSON: unexpected NUL byte", line, col);
 		free(buf);
 		return NULL;
 	}

@@ -37,6 +37,8 @@ static inline const char *jget_path(char *buf, size_t n, const char *path,
  * byte order marks and NUL bytes named); NULL with *err ("line 3, column 14:
  * invalid JSON: ...", or why it cannot be read). */
 json_t *mp_json_load_file(const char *path, struct mp_error *err);
+/* The largest JSON file memplan reads: 1 GiB (a 10^5-layer net is 14 MB). */
+#define MP_MAX_JSON_BYTES (UINT64_C(1) << 30)
 
 /* A short description of a JSON value's type for messages ("a string"). */
 const char *jget_type(const json_t *v);

@@ -237,8 +237,10 @@ static int idl_add_at(struct idlist *l, int32_t id, uint32_t json_pos)
 	if (l->mark[id] == l->gen)
 		return 0;
 	l->mark[id] = l->gen;
-	mp_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v));
-	l->pos = mp_xrealloc(l->pos, l->cap * sizeof(*l->pos));
+	if (l->n + 1 > l->cap) {
+		mp_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v));
+		l->pos = mp_xrealloc(l->pos, l->cap * sizeof(*l->pos));
+	}
 	l->pos[l->n] = json_pos;
 	l->v[l->n++] = id;
 	return 1;
@@ -1439,7 +1441,16 @@ static uint32_t in_index(const struct mp_op *op, uint32_t k)
 	return op->in_json ? op->in_json[k] : k;
 }
 
-/* Producers, resident-at-start tensors, and reads of never-written tensors. */
+static bool op_reads_tensor(const struct mp_op *op, int32_t t)
+{
+	for (uint32_t k = 0; k < op->n_in; k++)
+		if (op->in[k] == t)
+			return true;
+	return false;
+}
+
+/* Producers, resident-at-start tensors (parameters, optimizer state, and
+ * inputs no op writes except in place), and reads of never-written tensors. */
 static int finish(struct loader *L)
 {
 	struct mp_net *net = L->net;
@@ -1450,7 +1461,8 @@ static int finish(struct loader *L)
 		for (uint32_t k = 0; k < op->n_out; k++) {
 			struct mp_tensor *t = &net->tensors[op->out[k]];
 
-			if (t->producer < 0 && t->kind != MP_TK_PARAM && t->kind != MP_TK_OPT_STATE)
+			if (t->producer < 0 && t->kind != MP_TK_PARAM && t->kind != MP_TK_OPT_STATE &&
+			    !(t->kind == MP_TK_INPUT && op_reads_tensor(op, op->out[k])))
 				t->producer = (int32_t)o;
 		}
 	}

@@ -387,6 +387,18 @@ static uint32_t recompute_core(const struct mp_net *net, const struct mp_route *
 						     (!moved || interval[need[in]] == interval[need[t]]);
 					}
 				}
+				/* rebuilding re-runs the writers whole: it must not
+				 * materialise more than it rebuilds (a dead-end batch
+				 * norm's large output for its small statistics) */
+				for (uint32_t j = S.w.start[t]; ok && j < S.w.start[t + 1]; j++) {
+					const struct mp_op *wop = &net->ops[S.w.list[j]];
+					uint64_t extra = 0;
+
+					for (uint32_t k = 0; k < wop->n_out; k++)
+						if (wop->out[k] != t && !S.dropped[wop->out[k]])
+							extra += net->tensors[wop->out[k]].bytes;
+					ok = extra <= x->bytes;
+				}
 				if (ok)
 					S.dropped[t] = 1;
 			}
