@@ -6,6 +6,43 @@
 
 #include <string.h>
 
+int analysis_strategy(const struct mp_net *net, const struct mp_route *r, enum mp_strategy s,
+		      const struct mp_policy_opts *o, const struct mp_device *dev,
+		      struct mp_schedule *out, struct mp_sim *sim, struct mp_recompute_info *info,
+		      struct mp_error *err)
+{
+	struct mp_policy_opts alt = *o;
+	struct mp_schedule s2;
+	struct mp_sim sim2;
+	struct mp_recompute_info info2;
+
+	policy_build(net, r, s, o, out, info);
+	if (sim_run(net, dev, out, sim, err) < 0)
+		return -1;
+	if (s != MP_STRAT_RECOMPUTE)
+		return 0;
+	alt.loose_rebuild = !o->loose_rebuild;
+	sched_init(&s2);
+	policy_build(net, r, s, &alt, &s2, &info2);
+	if (sim_run(net, dev, &s2, &sim2, err) < 0) {
+		sched_release(&s2);
+		return -1;
+	}
+	if (sim2.peak_bytes < sim->peak_bytes ||
+	    (sim2.peak_bytes == sim->peak_bytes && sim2.time_ms < sim->time_ms)) {
+		sched_release(out);
+		sim_release(sim);
+		*out = s2;
+		*sim = sim2;
+		if (info)
+			*info = info2;
+	} else {
+		sched_release(&s2);
+		sim_release(&sim2);
+	}
+	return 0;
+}
+
 int analysis_run(const struct mp_net *net, const struct mp_device *dev,
 		 uint32_t mask, const struct mp_policy_opts *opts,
 		 struct mp_analysis *out, struct mp_error *err)
@@ -35,9 +72,9 @@ int analysis_run_ex(const struct mp_net *net, const struct mp_device *dev,
 			continue;
 		r->strategy = (enum mp_strategy)s;
 		sched_init(&r->sched);
-		policy_build(net, &out->route, r->strategy, opts, &r->sched, &r->rinfo);
 		out->n++;
-		if (sim_run(net, &out->device, &r->sched, &r->sim, err) < 0) {
+		if (analysis_strategy(net, &out->route, r->strategy, opts, &out->device, &r->sched,
+				      &r->sim, &r->rinfo, err) < 0) {
 			mp_error_prefix(err, "internal error: %s schedule: ", mp_strategy_name(r->strategy));
 			analysis_release(out);
 			return -1;

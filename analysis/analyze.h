@@ -35,6 +35,19 @@ struct mp_analysis {
 };
 
 /*
+ * Build one strategy's schedule and simulate it on dev.  For recompute both
+ * rebuild rules (mp_policy_opts.loose_rebuild) are tried and the schedule
+ * with the lower peak (then the faster) kept: rebuilding from an offloaded
+ * input pays when the prefetch it brings forward is cheap, not otherwise,
+ * and only the simulator knows which.  out is initialised by the caller;
+ * 0, or -1 with *err (an internal error).
+ */
+int analysis_strategy(const struct mp_net *net, const struct mp_route *r, enum mp_strategy s,
+		      const struct mp_policy_opts *o, const struct mp_device *dev,
+		      struct mp_schedule *out, struct mp_sim *sim, struct mp_recompute_info *info,
+		      struct mp_error *err);
+
+/*
  * Run the pipeline for the strategies in mask (bit per enum mp_strategy; the
  * baseline is always computed, as the reference of the metrics).  dev may be
  * NULL: the net's own device, else the documented default link.

@@ -31,6 +31,7 @@ int mp_strategy_parse(const char *s)
 void policy_opts_default(struct mp_policy_opts *o)
 {
 	o->checkpoints = 1u << MP_L_CONV;
+	o->loose_rebuild = false;
 }
 
 uint64_t policy_op_bytes(const struct mp_net *net, int32_t o)
@@ -384,7 +385,8 @@ static uint32_t recompute_core(const struct mp_net *net, const struct mp_route *
 						 * if it is itself moved (offloaded or rebuilt),
 						 * needed in the same checkpoint interval */
 						ok = need[in] != UINT32_MAX &&
-						     (!moved || interval[need[in]] == interval[need[t]]);
+						     (!moved || o->loose_rebuild ||
+						      interval[need[in]] == interval[need[t]]);
 					}
 				}
 				/* rebuilding re-runs the writers whole: it must not

@@ -12,6 +12,7 @@
 #ifndef MP_POLICY_H
 #define MP_POLICY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "net.h"
@@ -28,6 +29,11 @@ int mp_strategy_parse(const char *s); /* -1 */
 struct mp_policy_opts {
 	uint32_t checkpoints; /* bit (1u << mp_layer_type): layers whose outputs are
 			       * offloaded and never recomputed; default conv */
+	bool loose_rebuild;   /* recompute: rebuild from any input the backward
+			       * keeps, even an offloaded one needed a checkpoint
+			       * later (its prefetch then comes earlier); default
+			       * false: only from inputs needed between the same
+			       * two checkpoints */
 };
 void policy_opts_default(struct mp_policy_opts *o);
 

@@ -130,8 +130,7 @@ static int eval(const struct cap_query *q, unsigned row, uint32_t n, bool *fits,
 		struct mp_sim sim, bsim;
 
 		sched_init(&s);
-		policy_build(net, &r, (enum mp_strategy)row, &q->popts, &s, NULL);
-		rc = sim_run(net, &q->device, &s, &sim, err);
+		rc = analysis_strategy(net, &r, (enum mp_strategy)row, &q->popts, &q->device, &s, &sim, NULL, err);
 		sched_release(&s);
 		if (rc < 0)
 			goto out;

@@ -163,8 +163,7 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 			struct mp_plan c;
 
 			plan_init(&c);
-			policy_build(net, r, fixed[k], &po, &c.sched, NULL);
-			if (sim_run(net, &req->device, &c.sched, &c.sim, err) < 0) {
+			if (analysis_strategy(net, r, fixed[k], &po, &req->device, &c.sched, &c.sim, NULL, err) < 0) {
 				plan_release(&c);
 				return -1;
 			}
