@@ -62,15 +62,34 @@ static const char *op_name(const struct mp_net *net, int32_t op)
 	return op >= 0 ? net->ops[op].name : "-";
 }
 
-static const struct mp_net *sort_net;
-
-static int by_bytes_desc(const void *a, const void *b)
+/* Is tensor a before b: larger first, then lower id. */
+static int bigger(const struct mp_net *net, int32_t a, int32_t b)
 {
-	uint64_t x = sort_net->tensors[*(const int32_t *)a].bytes, y = sort_net->tensors[*(const int32_t *)b].bytes;
+	uint64_t x = net->tensors[a].bytes, y = net->tensors[b].bytes;
 
-	if (x != y)
-		return x < y ? 1 : -1;
-	return *(const int32_t *)a - *(const int32_t *)b;
+	return x != y ? x > y : a < b;
+}
+
+/* The k largest of the tensors at s's peak, largest first, into top[k]
+ * (insertion into a k-long list: O(n k), no sort of all n). */
+static uint32_t top_tensors(const struct mp_net *net, const struct mp_sim *s, int32_t *top, uint32_t k)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < s->n_peak_tensors; i++) {
+		int32_t t = s->peak_tensors[i];
+		uint32_t j;
+
+		if (n == k && !bigger(net, t, top[k - 1]))
+			continue;
+		j = n < k ? n++ : k - 1;
+		while (j > 0 && bigger(net, t, top[j - 1])) {
+			top[j] = top[j - 1];
+			j--;
+		}
+		top[j] = t;
+	}
+	return n;
 }
 
 static json_t *strategy_json(const struct mp_net *net, const struct mp_strategy_result *r)
@@ -99,14 +118,11 @@ static json_t *strategy_json(const struct mp_net *net, const struct mp_strategy_
 	}
 	{
 		/* the largest 32, largest first: the baseline holds every tensor */
-		int32_t *ids = mp_xmalloc((s->n_peak_tensors + 1) * sizeof(*ids));
+		int32_t top[32];
+		uint32_t n = top_tensors(net, s, top, 32);
 
-		memcpy(ids, s->peak_tensors, s->n_peak_tensors * sizeof(*ids));
-		sort_net = net;
-		qsort(ids, s->n_peak_tensors, sizeof(*ids), by_bytes_desc);
-		for (uint32_t i = 0; i < s->n_peak_tensors && i < 32; i++)
-			json_array_append_new(pt, json_string(net->tensors[ids[i]].name));
-		free(ids);
+		for (uint32_t i = 0; i < n; i++)
+			json_array_append_new(pt, json_string(net->tensors[top[i]].name));
 	}
 	json_object_set_new(o, "tensors_at_peak", pt);
 	return o;
@@ -201,18 +217,15 @@ static void print_csv(const struct mp_net *net, const struct mp_analysis *a, uin
 /* The five largest tensors resident at the peak, largest first. */
 static void print_top_tensors(const struct mp_net *net, const struct mp_sim *s)
 {
-	int32_t *ids = mp_xmalloc((s->n_peak_tensors + 1) * sizeof(*ids));
+	int32_t top[5];
+	uint32_t n = top_tensors(net, s, top, 5);
 	char b1[32];
 
-	memcpy(ids, s->peak_tensors, s->n_peak_tensors * sizeof(*ids));
-	sort_net = net;
-	qsort(ids, s->n_peak_tensors, sizeof(*ids), by_bytes_desc);
-	for (uint32_t k = 0; k < s->n_peak_tensors && k < 5; k++)
-		printf("%s%s %s", k ? ", " : "", net->tensors[ids[k]].name,
-		       mp_fmt_bytes(net->tensors[ids[k]].bytes, b1, sizeof(b1)));
+	for (uint32_t k = 0; k < n; k++)
+		printf("%s%s %s", k ? ", " : "", net->tensors[top[k]].name,
+		       mp_fmt_bytes(net->tensors[top[k]].bytes, b1, sizeof(b1)));
 	if (s->n_peak_tensors > 5)
 		printf(", and %u more", s->n_peak_tensors - 5);
-	free(ids);
 }
 
 static void print_table(const struct mp_net *net, const struct mp_analysis *a, uint32_t show, int steps)
