@@ -51,6 +51,37 @@ void plan_metrics(struct mp_plan *p, uint64_t budget)
 	p->cbr = p->eor > 0 ? p->msr / p->eor : 0;
 }
 
+int pl_swap_rounds(struct pl_state *S, struct mp_plan *p,
+		   bool (*keep)(const struct pl_state *S, const struct pl_cand *c),
+		   int (*cmp)(const void *, const void *), struct mp_error *err)
+{
+	while (S->sim.peak_bytes > S->req->budget_bytes && p->iterations < PL_MAX_ROUNDS) {
+		struct pl_cand *c;
+		uint32_t n, m = 0;
+
+		/* a prefetch landing at the peak is moved after it first */
+		if (pl_delay_swapins(S)) {
+			p->iterations++;
+			if (pl_build(S, err) < 0)
+				return -1;
+			continue;
+		}
+		n = pl_peak_candidates(S, &c);
+		for (uint32_t k = 0; k < n; k++)
+			if (keep(S, &c[k]))
+				c[m++] = c[k];
+		qsort(c, m, sizeof(*c), cmp);
+		m = pl_take_until(S, c, m, S->sim.peak_bytes - S->req->budget_bytes);
+		free(c);
+		if (!m)
+			break;
+		p->iterations++;
+		if (pl_build(S, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 uint32_t pl_take_until(struct pl_state *S, const struct pl_cand *c, uint32_t n, uint64_t excess)
 {
 	uint64_t got = 0;

@@ -15,6 +15,16 @@ int plan_tensile(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 /* Rounds a planner may run before it gives up (each is one build). */
 #define PL_MAX_ROUNDS 4000
 
+/*
+ * The swap rounds superneurons and tf-swap share: while the peak is over the
+ * budget, first delay swap-ins that land on it, else swap the candidates at
+ * the peak that keep() accepts, in cmp order, until their bytes cover the
+ * excess; rebuild after each round.  Stops when nothing is left to move.
+ */
+int pl_swap_rounds(struct pl_state *S, struct mp_plan *p,
+		   bool (*keep)(const struct pl_state *S, const struct pl_cand *c),
+		   int (*cmp)(const void *, const void *), struct mp_error *err);
+
 /* Take candidates in the order given until their bytes cover the excess.
  * Returns how many were taken. */
 uint32_t pl_take_until(struct pl_state *S, const struct pl_cand *c, uint32_t n, uint64_t excess);

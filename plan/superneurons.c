@@ -22,43 +22,29 @@ static int by_lru(const void *a, const void *b)
 	return x->t - y->t;
 }
 
-/* Offload tensors at the peak, least recently used first, until the budget
- * holds or none is left: checkpoint outputs only (the unified tensor pool of
- * 3.3.1), or any unlocked tensor (the tensor cache's LRU.out of Alg. 2). */
-static int utp_rounds(struct pl_state *S, struct mp_plan *p, bool any_tensor, struct mp_error *err)
+/* The unified tensor pool offloads checkpoint outputs (3.3.1); the tensor
+ * cache's LRU.out (Alg. 2) evicts any unlocked tensor. */
+static bool checkpoint_output(const struct pl_state *S, const struct pl_cand *c)
 {
 	const struct mp_net *net = S->net;
+	const struct mp_tensor *x = &net->tensors[c->t];
 
-	while (S->sim.peak_bytes > S->req->budget_bytes && p->iterations < PL_MAX_ROUNDS) {
-		struct pl_cand *c;
-		uint32_t n, m = 0;
+	return !c->cross && x->producer >= 0 && net->ops[x->producer].phase == MP_PHASE_FWD &&
+	       policy_is_checkpoint(net, &S->req->popts, x->producer);
+}
 
-		/* a prefetch landing at the peak is moved after it first */
-		if (pl_delay_swapins(S)) {
-			p->iterations++;
-			if (pl_build(S, err) < 0)
-				return -1;
-			continue;
-		}
-		n = pl_peak_candidates(S, &c);
+static bool any_tensor(const struct pl_state *S, const struct pl_cand *c)
+{
+	(void)S;
+	(void)c;
+	return true;
+}
 
-		for (uint32_t k = 0; k < n; k++) {
-			const struct mp_tensor *x = &net->tensors[c[k].t];
-
-			if (any_tensor || (!c[k].cross && x->producer >= 0 && net->ops[x->producer].phase == MP_PHASE_FWD &&
-					   policy_is_checkpoint(net, &S->req->popts, x->producer)))
-				c[m++] = c[k];
-		}
-		qsort(c, m, sizeof(*c), by_lru);
-		m = pl_take_until(S, c, m, S->sim.peak_bytes - S->req->budget_bytes);
-		free(c);
-		if (!m)
-			break;
-		p->iterations++;
-		if (pl_build(S, err) < 0)
-			return -1;
-	}
-	return 0;
+/* Offload tensors at the peak, least recently used first, until the budget
+ * holds or none is left. */
+static int utp_rounds(struct pl_state *S, struct mp_plan *p, bool any, struct mp_error *err)
+{
+	return pl_swap_rounds(S, p, any ? any_tensor : checkpoint_output, by_lru, err);
 }
 
 int plan_superneurons(struct pl_state *S, struct mp_plan *p, struct mp_error *err)

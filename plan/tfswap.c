@@ -21,41 +21,21 @@ static int by_gap_desc(const void *a, const void *b)
 	return x->t - y->t;
 }
 
+/* Activations, inputs and gradients: what the paper swaps (no parameters). */
+static bool activation_like(const struct pl_state *S, const struct pl_cand *c)
+{
+	enum mp_tensor_kind kind = S->net->tensors[c->t].kind;
+
+	return !c->cross && (kind == MP_TK_ACTIVATION || kind == MP_TK_INPUT || kind == MP_TK_GRADIENT);
+}
+
 int plan_tfswap(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 {
-	const struct mp_net *net = S->net;
-
 	S->prefetch = PL_PREFETCH_JIT;
 	if (pl_build(S, err) < 0)
 		return -1;
-	while (S->sim.peak_bytes > S->req->budget_bytes && p->iterations < PL_MAX_ROUNDS) {
-		struct pl_cand *c;
-		uint32_t n, m = 0;
-
-		/* a prefetch landing at the peak is moved after it first */
-		if (pl_delay_swapins(S)) {
-			p->iterations++;
-			if (pl_build(S, err) < 0)
-				return -1;
-			continue;
-		}
-		n = pl_peak_candidates(S, &c);
-
-		for (uint32_t k = 0; k < n; k++) {
-			enum mp_tensor_kind kind = net->tensors[c[k].t].kind;
-
-			if (!c[k].cross && (kind == MP_TK_ACTIVATION || kind == MP_TK_INPUT || kind == MP_TK_GRADIENT))
-				c[m++] = c[k];
-		}
-		qsort(c, m, sizeof(*c), by_gap_desc);
-		m = pl_take_until(S, c, m, S->sim.peak_bytes - S->req->budget_bytes);
-		free(c);
-		if (!m)
-			break;
-		p->iterations++;
-		if (pl_build(S, err) < 0)
-			return -1;
-	}
+	if (pl_swap_rounds(S, p, activation_like, by_gap_desc, err) < 0)
+		return -1;
 	snprintf(p->note, sizeof(p->note), "%u tensors swapped, swap-ins triggered just in time",
 		 S->sim.n_swap_out);
 	return 0;
