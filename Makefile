@@ -3,6 +3,7 @@
 #   make demo       install what is missing (Debian, as root), build, analyze AlexNet
 #   make test       unit + CLI tests (fast)
 #   make check      the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make cuda-check compile the CUDA backend only (says so and passes without nvcc)
 #   make bench      analysis benchmarks (bench/RESULTS.md)
 CC      ?= cc
 CFLAGS  ?= -O2 -g
@@ -16,6 +17,33 @@ SANFLAGS := -O1 -fno-omit-frame-pointer -fsanitize=$(SANITIZE) -fno-sanitize-rec
 endif
 BUILD   ?= build
 
+# The CUDA backend of memplan verify (verify/exec_cuda.cu) is built when nvcc
+# is found (as llm.c does); without nvcc memplan builds as before and says so.
+# Sanitizer builds (make check, SANITIZE set) never include it: ASan and the
+# CUDA runtime do not mix well (the driver maps memory ASan reserves), so
+# `make check` tests the host backend and `make cuda-check` only compiles the
+# .cu.  `make NVCC=` builds without it.  The runtime is linked statically
+# (libcudart_static): memplan still starts where no CUDA library is
+# installed, and only the driver (libcuda.so.1) is needed to run on a GPU.
+# cuDNN and cuBLAS are not linked: nothing calls them yet.
+NVCC      ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+CUDA_HOME ?= $(abspath $(dir $(NVCC))..)
+CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_75,code=compute_75
+NVCCFLAGS ?= -O2
+NVCC_WARN := -std=c++17 -Xcompiler -Wall,-Wextra,-Wshadow,-Werror -Werror all-warnings
+ifeq ($(NVCC),)
+ifndef MP_SAID_NVCC
+$(info memplan: nvcc not found, building without the CUDA backend)
+export MP_SAID_NVCC := 1
+endif
+else ifdef SANITIZE
+$(info memplan: sanitizer build ($(SANITIZE)), building without the CUDA backend)
+else
+CUDA_OBJ  := $(BUILD)/verify/exec_cuda.o
+CUDA_DEFS := -DMEMPLAN_CUDA=1
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lpthread -lrt -lstdc++
+endif
+
 ANALYSIS := analysis/util.c analysis/jget.c analysis/device.c analysis/net.c \
 	    analysis/route.c analysis/sched.c analysis/sim.c analysis/policy.c \
 	    analysis/analyze.c analysis/zoo.c
@@ -27,18 +55,37 @@ CLI_OBJ  := $(CLI:%.c=$(BUILD)/%.o)
 UNIT     := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all demo test check unit cli-tests bench clean deps
+.PHONY: all demo test check unit cli-tests bench clean deps cuda-check FORCE
 all: memplan
 
-memplan: $(BUILD)/memplan
-	cp $< $@
+# ./memplan is the last build asked for (make check's sanitizer build
+# included), whichever file is newer: copy when the contents differ.
+memplan: $(BUILD)/memplan FORCE
+	@cmp -s $< $@ || { echo "cp $< $@"; cp $< $@; }
 
-$(BUILD)/memplan: $(CLI_OBJ) $(LIB_OBJ)
-	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
+$(BUILD)/memplan: $(CLI_OBJ) $(LIB_OBJ) $(CUDA_OBJ)
+	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS) $(CUDA_LIBS)
 
 $(BUILD)/%.o: %.c $(wildcard analysis/*.h plan/*.h verify/*.h cli/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CFLAGS) $(SANFLAGS) -c -o $@ $<
+	$(CC) $(WARN) $(CFLAGS) $(SANFLAGS) $(DEFS) -c -o $@ $<
+
+# Only these two see MEMPLAN_CUDA; cuda.flag changes when the choice does,
+# so switching NVCC rebuilds them.
+$(BUILD)/cli/cmd_verify.o $(BUILD)/verify/probe.o: DEFS := $(CUDA_DEFS)
+$(BUILD)/cli/cmd_verify.o $(BUILD)/verify/probe.o: $(BUILD)/cuda.flag
+$(BUILD)/cuda.flag: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(CUDA_DEFS)' | cmp -s - $@ || echo '$(CUDA_DEFS)' > $@
+
+$(BUILD)/verify/exec_cuda.o: verify/exec_cuda.cu $(wildcard analysis/*.h plan/*.h verify/*.h)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_WARN) $(NVCCFLAGS) $(CUDA_ARCH) -c -o $@ $<
+
+# cuda-check: compile the CUDA backend only (a few seconds), so that CI proves
+# it compiles with warnings as errors; says so and succeeds without nvcc.
+cuda-check: $(if $(NVCC),$(BUILD)/verify/exec_cuda.o)
+	@$(if $(NVCC),echo "memplan: cuda-check: verify/exec_cuda.cu compiles ($(NVCC))",echo "memplan: nvcc not found, skipping cuda-check")
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -60,7 +107,7 @@ cli-tests: memplan
 test: $(UNIT_BIN) memplan
 	@sh tests/run-all.sh $(UNIT_BIN)
 
-check: deps
+check: deps cuda-check
 	$(MAKE) BUILD=build-san SANITIZE=address,undefined CFLAGS="-O1 -g" memplan test
 
 bench: memplan

@@ -132,6 +132,14 @@ void sched_set_micro(struct mp_schedule *s, uint32_t i, const struct mp_micro *m
 	for (uint32_t k_ = 0; k_ < (op)->n_out; k_++) { int32_t t = (op)->out[k_]; body } \
 } while (0)
 
+static bool op_reads(const struct mp_op *op, int32_t t)
+{
+	for (uint32_t k = 0; k < op->n_in; k++)
+		if (op->in[k] == t)
+			return true;
+	return false;
+}
+
 /* Per-entry lists of swap indices (CSR): by out_after, in_at or use_at. */
 struct swap_index {
 	uint32_t *start, *list;
@@ -207,7 +215,9 @@ void sched_emit(const struct mp_net *net, const struct mp_entry *e, uint32_t n_e
 		for (uint32_t k = 0; k < op->n_out; k++) {
 			int32_t t = op->out[k];
 
-			if (!written[t] || e[i].recompute)
+			/* a recompute starts a new generation, unless it updates the
+			 * tensor in place (an in-place relu re-run after its producer) */
+			if (!written[t] || (e[i].recompute && !op_reads(op, t)))
 				gen_start[gs_start[i] + k] = 1;
 			written[t] = 1;
 		}

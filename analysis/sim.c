@@ -69,6 +69,9 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 {
 	uint32_t nt = net->n_tensors;
 	uint8_t *swapped_once = mp_xcalloc(nt, 1);
+	/* valid[t]: t holds data (written since its allocation, or resident
+	 * from before the iteration); host_valid[t]: the host copy does */
+	uint8_t *valid = mp_xcalloc(nt, 1), *host_valid = mp_xcalloc(nt, 1);
 	uint8_t *st = mp_xcalloc(nt, 1), *done = mp_xcalloc(net->n_ops ? net->n_ops : 1, 1);
 	double *ready = mp_xcalloc(nt, sizeof(*ready));   /* device data ready */
 	double *host_ready = mp_xcalloc(nt, sizeof(*host_ready));
@@ -110,6 +113,11 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 						     net->tensors[x].name,
 						     st[x] == ST_IN_FLIGHT ? "is still being swapped in (no wait)" :
 						     st[x] == ST_HOST ? "is swapped out" : "is not resident");
+					goto out;
+				}
+				if (!valid[x]) {
+					mp_error_set(err, "schedule[%u] %s: reads '%s', which nothing has written since its allocation",
+						     i, act_label(net, a, lab, sizeof(lab)), net->tensors[x].name);
 					goto out;
 				}
 			}
@@ -156,8 +164,10 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 			a->start_ms = tc;
 			a->end_ms = tc + ms;
 			tc = a->end_ms;
-			for (uint32_t k = 0; k < op->n_out; k++)
+			for (uint32_t k = 0; k < op->n_out; k++) {
 				ready[op->out[k]] = tc;
+				valid[op->out[k]] = 1;
+			}
 			emit(&cs, a->start_ms, 2 * i, 0, 0, -1, -1);
 			if (a->kind == MP_ACT_COMPUTE) {
 				out->steps[step].op = a->op;
@@ -178,6 +188,8 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 			}
 			st[t] = ST_RESIDENT;
 			held[t] = a->bytes;
+			/* resident from before the iteration: parameters, state, inputs */
+			valid[t] = sched_persistent(&net->tensors[t]);
 			a->start_ms = a->end_ms = tc;
 			emit(&cs, tc, 2 * i, (int64_t)a->bytes, 1, -1, t);
 			break;
@@ -202,6 +214,8 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 			td = a->end_ms;
 			host_ready[t] = a->end_ms;
 			st[t] = ST_HOST;
+			host_valid[t] = valid[t];
+			valid[t] = 0;
 			swapped_once[t] = 1;
 			out->d2h_bytes += net->tensors[t].bytes;
 			out->n_swap_out++;
@@ -211,8 +225,10 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 		case MP_ACT_SWAP_IN:
 			/* parameters and optimizer state may live on the host between
 			 * iterations (TENSILE): their first swap-in needs no swap-out */
-			if (st[t] == ST_ABSENT && sched_persistent(&net->tensors[t]) && !swapped_once[t])
+			if (st[t] == ST_ABSENT && sched_persistent(&net->tensors[t]) && !swapped_once[t]) {
 				st[t] = ST_HOST;
+				host_valid[t] = 1; /* lives on the host between iterations */
+			}
 			if (st[t] != ST_HOST) {
 				mp_error_set(err, "schedule[%u] %s: %s", i, act_label(net, a, lab, sizeof(lab)),
 					     st[t] == ST_ABSENT ? "was never swapped out" : "is already on the device");
@@ -223,6 +239,7 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 			th = a->end_ms;
 			ready[t] = a->end_ms;
 			st[t] = ST_IN_FLIGHT;
+			valid[t] = host_valid[t];
 			held[t] = net->tensors[t].bytes;
 			out->h2d_bytes += held[t];
 			out->n_swap_in++;
@@ -314,6 +331,8 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 	}
 	rc = 0;
 out:
+	free(valid);
+	free(host_valid);
 	free(swapped_once);
 	free(st);
 	free(done);

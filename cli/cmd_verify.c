@@ -123,6 +123,12 @@ static int probe(void)
 
 	printf("host   available: %ld CPUs, %s memory (the host backend, --device host)\n", cpus,
 	       mp_fmt_bytes(pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0, b1, sizeof(b1)));
+#ifdef MEMPLAN_CUDA
+	printf("cuda   backend: built in (CUDA runtime %d.%d; timed kernels, no cuDNN/cuBLAS yet)\n",
+	       exec_cuda_runtime_version() / 1000, exec_cuda_runtime_version() % 1000 / 10);
+#else
+	printf("cuda   backend: not in this build (nvcc not found, or a sanitizer build)\n");
+#endif
 	if (exec_cuda_probe(&pr, &err) < 0) {
 		printf("cuda   no CUDA device: %s\n", err.msg);
 		return cli_error(EXIT_NO_GPU, "verify: no CUDA device");
@@ -133,7 +139,47 @@ static int probe(void)
 		printf("cuda   this memplan was built without the CUDA backend: link bandwidth not measured\n");
 		return cli_error(EXIT_NO_GPU, "verify: this memplan was built without the CUDA backend");
 	}
+#ifdef MEMPLAN_CUDA
+	{
+		struct mp_cuda_link ln;
+		char b2[32], b3[32];
+		int rc = exec_cuda_link(&ln, &err);
+
+		if (rc == EXEC_NO_DEVICE)
+			return cli_error(EXIT_NO_GPU, "verify: no usable CUDA device: %s", err.msg);
+		if (rc < 0)
+			return cli_error(EXIT_INTERNAL, "verify: %s", err.msg);
+		printf("cuda   device 0: %s, %s total, %s free\n", ln.name, mp_fmt_bytes(ln.total_bytes, b1, sizeof(b1)),
+		       mp_fmt_bytes(ln.free_bytes, b2, sizeof(b2)));
+		printf("cuda   pinned copies of %s, median of 5: h2d %.2f GB/s, d2h %.2f GB/s\n",
+		       mp_fmt_bytes(ln.copy_bytes, b3, sizeof(b3)), ln.h2d_gbps, ln.d2h_gbps);
+	}
+#endif
 	return EXIT_OK;
+}
+
+/* The CUDA backend's lines: the device, its memory as the driver counts it,
+ * the timer calibration and the bandwidth the copies achieved in real time. */
+static void print_cuda_backend(const struct mp_exec_result *r)
+{
+	const struct mp_exec_cuda *d = &r->cuda;
+	char b1[32], b2[32], b3[32], b4[32];
+
+	printf("backend   cuda: %s, a %s arena at the plan's offsets (cudaMalloc), %s of pinned host buffers; "
+	       "one compute and two copy streams\n", d->name, mp_fmt_bytes(r->mem_bytes, b1, sizeof(b1)),
+	       mp_fmt_bytes(d->pinned_bytes, b2, sizeof(b2)));
+	printf("kernels   every op is a timed kernel of its modelled time (not cuDNN/cuBLAS), %llu launches per "
+	       "iteration; timer calibrated at %.4f event ms per timer ms\n", (unsigned long long)d->launches,
+	       d->timer_ratio);
+	printf("device    %s: %s used before the arena (context, libraries, other processes), %s after allocating, "
+	       "at most %s seen during the run\n", mp_fmt_bytes(d->total_bytes, b1, sizeof(b1)),
+	       mp_fmt_bytes(d->used_before_bytes, b2, sizeof(b2)), mp_fmt_bytes(d->used_alloc_bytes, b3, sizeof(b3)),
+	       mp_fmt_bytes(d->used_peak_bytes, b4, sizeof(b4)));
+	if (r->n_h2d || r->n_d2h)
+		printf("link      h2d %.2f GB/s over %u copies, d2h %.2f GB/s over %u copies (real time: copies are not "
+		       "scaled by --time-scale)\n",
+		       r->h2d_busy_ms > 0 ? (double)r->h2d_bytes / r->h2d_busy_ms / 1e6 : 0.0, r->n_h2d,
+		       r->d2h_busy_ms > 0 ? (double)r->d2h_bytes / r->d2h_busy_ms / 1e6 : 0.0, r->n_d2h);
 }
 
 static int write_report(const char *path, json_t *root)
@@ -170,7 +216,7 @@ int cmd_verify(int argc, char **argv)
 	struct mp_net *net = NULL;
 	const char *report = NULL, *path;
 	double tol_peak = 2, tol_time = 10;
-	int c, rc = EXIT_OK, do_probe = 0, cuda = 0;
+	int c, rc = EXIT_OK, do_probe = 0, cuda = 0, run_rc;
 	char b1[32], b2[32], b3[32];
 
 	exec_opts_default(&eo);
@@ -246,20 +292,35 @@ int cmd_verify(int argc, char **argv)
 
 		if (exec_cuda_probe(&pr, &err) < 0)
 			return cli_error(EXIT_NO_GPU, "verify: no CUDA device");
+#ifndef MEMPLAN_CUDA
 		return cli_error(EXIT_NO_GPU, "verify: this memplan was built without the CUDA backend");
+#else
+		if (eo.alloc != MP_EXEC_ARENA)
+			return cli_error(EXIT_BAD_INPUT, "--alloc: %s is not supported by the CUDA backend yet (arena only)",
+					 mp_exec_alloc_name(eo.alloc));
+#endif
 	}
-	if (eo.alloc == MP_EXEC_ASYNC)
+	if (!cuda && eo.alloc == MP_EXEC_ASYNC)
 		return cli_error(EXIT_BAD_INPUT, "--alloc: async is cudaMallocAsync, for --device cuda (the host backend has arena and pool)");
 	if (plan_read_file(path, &net, &req, &plan, &err) < 0)
 		return cli_error(EXIT_BAD_INPUT, "%s: %s", path, err.msg);
-	if (exec_host_run(net, &req, &plan, &eo, &res, &err) < 0) {
+#ifdef MEMPLAN_CUDA
+	run_rc = cuda ? exec_cuda_run(net, &req, &plan, &eo, &res, &err) : exec_host_run(net, &req, &plan, &eo, &res, &err);
+#else
+	run_rc = exec_host_run(net, &req, &plan, &eo, &res, &err);
+#endif
+	if (run_rc == EXEC_NO_DEVICE) {
+		rc = cli_error(EXIT_NO_GPU, "verify: no usable CUDA device: %s", err.msg);
+		goto out;
+	}
+	if (run_rc < 0) {
 		rc = cli_error(res.failed_action != UINT32_MAX ? EXIT_NO : EXIT_INTERNAL, "verify: %s", err.msg);
 		if (report) {
 			json_t *root = json_object();
 
 			json_object_set_new(root, "format", json_string("memplan-verify/1"));
 			json_object_set_new(root, "plan", json_string(path));
-			json_object_set_new(root, "device", json_string("host"));
+			json_object_set_new(root, "device", json_string(cuda ? "cuda" : "host"));
 			json_object_set_new(root, "ok", json_false());
 			json_object_set_new(root, res.failed_action != UINT32_MAX ? "violation" : "error", json_string(err.msg));
 			if (res.failed_action != UINT32_MAX)
@@ -273,7 +334,9 @@ int cmd_verify(int argc, char **argv)
 
 	printf("plan      %s: net '%s', planner %s, device %s\n", path, net->name, mp_planner_name(plan.planner),
 	       req.device.name);
-	if (eo.alloc == MP_EXEC_POOL)
+	if (cuda)
+		print_cuda_backend(&res);
+	else if (eo.alloc == MP_EXEC_POOL)
 		printf("backend   host: a %s pool of %u-byte blocks, first fit (SuperNeurons 3.2.1)\n",
 		       mp_fmt_bytes(res.mem_bytes, b1, sizeof(b1)), 1024u);
 	else
@@ -321,7 +384,7 @@ int cmd_verify(int argc, char **argv)
 		json_t *root = exec_report_json(net, &plan, &res, &cmp);
 
 		json_object_set_new(root, "plan", json_string(path));
-		json_object_set_new(root, "device", json_string("host"));
+		json_object_set_new(root, "device", json_string(cuda ? "cuda" : "host"));
 		if (write_report(report, root) != 0)
 			rc = EXIT_BAD_INPUT;
 	}

@@ -11,8 +11,12 @@
  *   host (exec_host.c)  device memory is a host arena, copy engines are
  *                       threads throttled to the modelled link, compute is a
  *                       timed wait scaled by time_scale; runs everywhere
- *   cuda                not in this module yet: exec_cuda_probe says whether a
- *                       CUDA device is present (probe.c)
+ *   cuda (exec_cuda.cu) built only when nvcc is found (MEMPLAN_CUDA): one
+ *                       device arena at the plan's offsets, pinned host
+ *                       buffers, a compute and two copy streams ordered by
+ *                       events; every op is a timed kernel (no cuDNN/cuBLAS
+ *                       yet).  exec_cuda_probe (probe.c, in every build) says
+ *                       whether a CUDA device is present
  *
  * Owns struct mp_exec_result and struct mp_exec_cmp.
  */
@@ -48,6 +52,22 @@ struct mp_exec_act {
 	double start_ms, end_ms;
 	double stall_ms;          /* wait: compute blocked on its swap-in */
 	uint64_t resident_bytes;
+};
+
+/* What the CUDA backend measures of the device (exec_cuda_run). */
+struct mp_exec_cuda {
+	bool present;             /* filled by the CUDA backend */
+	char name[128];           /* the device's name */
+	uint64_t total_bytes;     /* device memory (cudaMemGetInfo) */
+	uint64_t used_before_bytes; /* total - free after the context, streams, events and
+				     * kernels were loaded, before the arena: context and
+				     * library overhead, other processes included */
+	uint64_t used_alloc_bytes;  /* the same after the arena and the check buffers */
+	uint64_t used_peak_bytes;   /* the most used seen during the measured iterations
+				     * (sampled every 64 actions and at each iteration's end) */
+	uint64_t pinned_bytes;    /* pinned host buffers of the swapped tensors */
+	double timer_ratio;       /* calibration: event ms per global-timer ms */
+	uint64_t launches;        /* kernels launched per iteration */
 };
 
 struct mp_exec_result {
@@ -90,6 +110,7 @@ struct mp_exec_result {
 	uint32_t n_steps;
 	uint64_t *step_bytes;     /* [n_steps] most bytes live inside each step, owned */
 	uint32_t failed_action;   /* after a violation: its index; UINT32_MAX otherwise */
+	struct mp_exec_cuda cuda; /* the CUDA backend's device figures; zero from the host backend */
 };
 
 /*
@@ -158,6 +179,47 @@ void exec_compare(const struct mp_net *net, const struct mp_plan *p, const struc
  * and bytes.  The caller adds what it knows (file names, device). */
 json_t *exec_report_json(const struct mp_net *net, const struct mp_plan *p,
 			 const struct mp_exec_result *r, const struct mp_exec_cmp *c);
+
+/*
+ * Run p on the CUDA backend (exec_cuda.cu; linked only when memplan was built
+ * with MEMPLAN_CUDA): device 0, o->warmup + o->iters iterations, arena only
+ * (MP_EXEC_POOL and MP_EXEC_ASYNC are refused: not supported by the CUDA
+ * backend yet).  One cudaMalloc of p->arena_bytes with every allocation at
+ * p->offset; pinned host buffers for the swapped tensors; a compute stream
+ * and two copy streams (host to device, device to host) ordered with events
+ * as the host backend orders its engines.  Every compute or recompute is a
+ * sequence of kernels lasting the op's time times o->time_scale on the GPU's
+ * global timer: it hashes every input, writes every output with its pattern
+ * and spins to the op's end (an overrun if the work took longer).  cuDNN and
+ * cuBLAS per-layer kernels are future work.  Checksums are taken on the
+ * device into a small buffer and compared after each iteration; violations
+ * read as exec_host_run's.  Times come from CUDA events, device memory from
+ * cudaMemGetInfo (out->cuda).
+ *
+ * Returns 0 with *out filled (exec_result_release); -1 with *err (a violation
+ * sets out->failed_action; otherwise a CUDA error, failed_action UINT32_MAX);
+ * or EXEC_NO_DEVICE with *err when the CUDA runtime finds no usable device.
+ */
+#define EXEC_NO_DEVICE (-3)
+int exec_cuda_run(const struct mp_net *net, const struct mp_plan_req *req, const struct mp_plan *p,
+		  const struct mp_exec_opts *o, struct mp_exec_result *out, struct mp_error *err);
+
+/* What exec_cuda_link measures on device 0: pinned copies of copy_bytes each
+ * way, the median of 5 after one warm-up copy. */
+struct mp_cuda_link {
+	char name[128];
+	uint64_t total_bytes, free_bytes;  /* cudaMemGetInfo before the test buffers */
+	uint64_t copy_bytes;               /* 256 MiB, or less where memory is short */
+	double h2d_gbps, d2h_gbps;         /* bytes / median copy time, 1e9 bytes per second */
+};
+
+/* Measure the link (memplan verify --probe).  0, -1 with *err on a CUDA error,
+ * or EXEC_NO_DEVICE with *err.  exec_cuda.cu; MEMPLAN_CUDA builds only. */
+int exec_cuda_link(struct mp_cuda_link *out, struct mp_error *err);
+
+/* The CUDA runtime version memplan was built against (e.g. 13000);
+ * exec_cuda.cu, MEMPLAN_CUDA builds only. */
+int exec_cuda_runtime_version(void);
 
 /* What exec_cuda_probe finds. */
 struct mp_cuda_probe {

@@ -216,7 +216,7 @@ json_t *exec_report_json(const struct mp_net *net, const struct mp_plan *p,
 	json_object_set_new(root, "phases", o);
 
 	o = json_object();
-	json_object_set_new(o, "host_bytes", json_integer((json_int_t)r->mem_bytes));
+	json_object_set_new(o, r->cuda.present ? "device_arena_bytes" : "host_bytes", json_integer((json_int_t)r->mem_bytes));
 	json_object_set_new(o, "plan_arena_bytes", json_integer((json_int_t)p->arena_bytes));
 	json_object_set_new(o, "live_peak_bytes", json_integer((json_int_t)r->live_peak_bytes));
 	json_object_set_new(o, "live_peak_action", json_integer(r->live_peak_action));
@@ -229,6 +229,19 @@ json_t *exec_report_json(const struct mp_net *net, const struct mp_plan *p,
 		json_object_set_new(o, "arena_high_water_bytes", json_integer((json_int_t)r->arena_high_bytes));
 	}
 	json_object_set_new(root, "memory", o);
+	if (r->cuda.present) {
+		/* the CUDA backend: the device as the driver reports it */
+		o = json_object();
+		json_object_set_new(o, "name", json_string(r->cuda.name));
+		json_object_set_new(o, "total_bytes", json_integer((json_int_t)r->cuda.total_bytes));
+		json_object_set_new(o, "used_before_arena_bytes", json_integer((json_int_t)r->cuda.used_before_bytes));
+		json_object_set_new(o, "used_after_alloc_bytes", json_integer((json_int_t)r->cuda.used_alloc_bytes));
+		json_object_set_new(o, "used_peak_bytes", json_integer((json_int_t)r->cuda.used_peak_bytes));
+		json_object_set_new(o, "pinned_host_bytes", json_integer((json_int_t)r->cuda.pinned_bytes));
+		json_object_set_new(o, "timer_ratio", json_real(r->cuda.timer_ratio));
+		json_object_set_new(o, "launches_per_iteration", json_integer((json_int_t)r->cuda.launches));
+		json_object_set_new(root, "cuda", o);
+	}
 
 	o = json_object();
 	json_object_set_new(o, "wall_ms", json_real(r->time_ms));

@@ -1,0 +1,63 @@
+#!/bin/sh
+# The CUDA backend in the build (verify/exec_cuda.cu, built when the Makefile
+# finds nvcc): `memplan verify --probe` says whether this memplan has it.  With
+# it and no device, --device cuda exits 3 with "no CUDA device" before reading
+# the plan or the allocator.  The checks that need a GPU run only where the
+# driver reports one, and print a visible skip line everywhere else.
+. "$(dirname "$0")/../lib.sh"
+LOOSE="--tolerance-time 100000 --tolerance-peak 100"
+memplan plan examples/chain.json --budget 13000 -o "$TMP/p.json" >/dev/null
+
+memplan verify --probe >"$TMP/probe.out" 2>"$TMP/probe.err"
+if grep -qE '^cuda +backend: built in ' "$TMP/probe.out"; then
+	expect_run "probe says the backend is built in" 0 \
+		--stdout-grep '^cuda +backend: built in \(CUDA runtime [0-9]+\.[0-9]+; timed kernels, no cuDNN/cuBLAS yet\)$' -- \
+		cat "$TMP/probe.out"
+	backend=1
+else
+	expect_run "probe says the backend is not built" 0 \
+		--stdout-grep '^cuda +backend: not in this build \(nvcc not found, or a sanitizer build\)$' -- \
+		cat "$TMP/probe.out"
+	skip "no CUDA backend" "this memplan was built without nvcc (or with sanitizers): t0602 covers --device cuda"
+	backend=0
+fi
+
+if grep -q '^cuda .*; device 0: ' "$TMP/probe.out"; then
+	gpu=1
+else
+	gpu=0
+fi
+
+if [ $backend = 1 ] && [ $gpu = 0 ]; then
+	expect_run "device cuda without a device" 3 --stderr "memplan: verify: no CUDA device" -- \
+		memplan verify "$TMP/p.json" --device cuda
+	expect_run "device cuda without a device, pool" 3 --stderr "memplan: verify: no CUDA device" -- \
+		memplan verify "$TMP/p.json" --device cuda --alloc pool
+	expect_run "device cuda without a device, bad plan" 3 --stderr "memplan: verify: no CUDA device" -- \
+		memplan verify "$TMP/none.json" --device cuda
+	expect_run "probe without a device" 3 --stderr "memplan: verify: no CUDA device" -- memplan verify --probe
+fi
+
+if [ $backend = 1 ] && [ $gpu = 1 ]; then
+	expect_run "probe measures the link" 0 \
+		--stdout-grep '^cuda +pinned copies of [0-9.]+ [MG]iB, median of 5: h2d [0-9.]+ GB/s, d2h [0-9.]+ GB/s$' -- \
+		memplan verify --probe
+	expect_run "chain on the GPU: no data lost" 0 \
+		--stdout-grep '^data +every read checked: [1-9][0-9]* reads, [1-9][0-9]* copies, .*; nothing lost$' -- \
+		memplan verify "$TMP/p.json" --device cuda --iters 2 $LOOSE
+	expect_run "chain on the GPU: backend line" 0 \
+		--stdout-grep "^backend +cuda: .*, a [0-9.]+ KiB arena at the plan's offsets \(cudaMalloc\)" -- \
+		memplan verify "$TMP/p.json" --device cuda --iters 1 $LOOSE
+	expect_run "chain on the GPU: the report" 0 -- \
+		memplan verify "$TMP/p.json" --device cuda --iters 1 $LOOSE --report "$TMP/r.json"
+	expect_run "the report names the device" 0 --stdout-grep '^ "device": "cuda",?$' -- cat "$TMP/r.json"
+	expect_run "pool is not there yet" 2 \
+		--stderr "memplan: --alloc: pool is not supported by the CUDA backend yet (arena only)" -- \
+		memplan verify "$TMP/p.json" --device cuda --alloc pool
+else
+	skip "no GPU" "verify --probe measuring pinned h2d/d2h bandwidth on a device"
+	skip "no GPU" "verify --device cuda running examples/chain.json with every read checked"
+	skip "no GPU" "verify --device cuda --report naming the device"
+	skip "no GPU" "verify --device cuda --alloc pool refused (exit 2)"
+fi
+done_testing
