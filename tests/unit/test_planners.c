@@ -140,10 +140,40 @@ static void budgets(const char *path)
 	unload(&f);
 }
 
+/* Regression: superneurons on SuperNeurons' AlexNet at 1200M re-ran an
+ * in-place relu on a freshly allocated buffer (its producer's rebuild had
+ * been freed); the simulator now refuses reads of unwritten tensors, so
+ * planning must succeed and every budget's plan must simulate. */
+static void inplace_rebuild(void)
+{
+	static const uint64_t mib[] = { 1200, 1500, 1700 };
+	struct fixture f;
+	struct mp_error err;
+
+	if (load(&f, "examples/alexnet.json") < 0) {
+		CHECK(0);
+		return;
+	}
+	for (unsigned i = 0; i < sizeof(mib) / sizeof(mib[0]); i++) {
+		struct mp_plan p;
+		int rc;
+
+		f.req.budget_bytes = mib[i] << 20;
+		plan_init(&p);
+		rc = plan_run(f.net, &f.route, MP_PLANNER_SUPERNEURONS, &f.req, &p, &err);
+		if (rc < 0)
+			fprintf(stderr, "alexnet %llu MiB: %s\n", (unsigned long long)mib[i], err.msg);
+		CHECK(rc == 0);
+		plan_release(&p);
+	}
+	unload(&f);
+}
+
 int main(void)
 {
 	glob_t g;
 
+	inplace_rebuild();
 	known("examples/swap-chain.json", 12.0, 0.0);
 	known("examples/swap-chain-stall.json", 11.5096, 0.4096);
 	printf("planners at 90/70/50/30%% of the liveness peak (+ fits, - cannot), arena / max-live:\n");
