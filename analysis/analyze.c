@@ -14,12 +14,15 @@ int analysis_strategy(const struct mp_net *net, const struct mp_route *r, enum m
 	struct mp_policy_opts alt = *o;
 	struct mp_schedule s2;
 	struct mp_sim sim2;
-	struct mp_recompute_info info2;
+	struct mp_recompute_info info1, info2;
 
-	policy_build(net, r, s, o, out, info);
+	policy_build(net, r, s, o, out, &info1);
+	if (info)
+		*info = info1;
 	if (sim_run(net, dev, out, sim, err) < 0)
 		return -1;
-	if (s != MP_STRAT_RECOMPUTE)
+	/* the other rule only when it would drop something else */
+	if (s != MP_STRAT_RECOMPUTE || (!o->loose_rebuild && info1.rule_blocked == 0))
 		return 0;
 	alt.loose_rebuild = !o->loose_rebuild;
 	sched_init(&s2);

@@ -387,6 +387,8 @@ static uint32_t recompute_core(const struct mp_net *net, const struct mp_route *
 						ok = need[in] != UINT32_MAX &&
 						     (!moved || o->loose_rebuild ||
 						      interval[need[in]] == interval[need[t]]);
+						if (!ok && need[in] != UINT32_MAX && info)
+							info->rule_blocked++;
 					}
 				}
 				/* rebuilding re-runs the writers whole: it must not

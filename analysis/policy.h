@@ -41,6 +41,8 @@ void policy_opts_default(struct mp_policy_opts *o);
 struct mp_recompute_info {
 	uint32_t segments_speed, segments_memory;
 	uint32_t extra_ops;   /* recompute actions */
+	uint32_t rule_blocked; /* inputs the strict rebuild rule refused (0: the
+				* loose rule would drop the same tensors) */
 };
 
 /*
