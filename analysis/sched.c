@@ -46,12 +46,6 @@ void sched_push(struct mp_schedule *s, enum mp_act_kind kind, int32_t op,
 	a->bytes = bytes;
 }
 
-bool sched_persistent(const struct mp_tensor *t)
-{
-	return t->kind == MP_TK_PARAM || t->kind == MP_TK_OPT_STATE ||
-	       (t->producer < 0 && t->kind != MP_TK_WORKSPACE);
-}
-
 uint64_t sched_ws_bytes(const struct mp_net *net, int32_t op, int32_t algo)
 {
 	const struct mp_op *o = &net->ops[op];

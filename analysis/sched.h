@@ -53,8 +53,12 @@ void sched_push(struct mp_schedule *s, enum mp_act_kind kind, int32_t op,
 		int32_t tensor, uint64_t bytes);
 
 /* Tensors resident for the whole iteration: parameters, optimizer state and
- * inputs no op writes. */
-bool sched_persistent(const struct mp_tensor *t);
+ * inputs no op writes.  (Inline: the emitter and simulator ask per use.) */
+static inline bool sched_persistent(const struct mp_tensor *t)
+{
+	return t->kind == MP_TK_PARAM || t->kind == MP_TK_OPT_STATE ||
+	       (t->producer < 0 && t->kind != MP_TK_WORKSPACE);
+}
 
 /* One entry of a compute sequence: an op run at its route step, or re-run. */
 struct mp_entry {
