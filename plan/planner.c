@@ -179,8 +179,10 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 		if (eff.budget_bytes < req->budget_bytes && out->arena_bytes <= req->budget_bytes) {
 			size_t l = strlen(out->note);
 
-			snprintf(out->note + l, sizeof(out->note) - l, " (planned for %llu B so the arena fits)",
-				 (unsigned long long)eff.budget_bytes);
+			char b[32];
+
+			snprintf(out->note + l, sizeof(out->note) - l, " (planned for %s so the arena fits)",
+				 mp_fmt_bytes(eff.budget_bytes, b, sizeof(b)));
 		}
 	}
 	/* SuperNeurons' own fixed strategies are schedules of this planner too:
