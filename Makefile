@@ -129,7 +129,7 @@ fuzz:
 	mkdir -p build-fuzz/corpus && \
 	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(FUZZ_FLAGS) \
-		-o build-fuzz/fuzz_net tests/fuzz/fuzz_net.c $(ANALYSIS) $(LIBS) && \
+		-o build-fuzz/fuzz_net tests/fuzz/fuzz_net.c $(ANALYSIS) $(PLAN) $(LIBS) && \
 	build-fuzz/fuzz_net -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
 		-dict=tests/fuzz/net.dict -artifact_prefix=build-fuzz/ \
 		build-fuzz/corpus tests/bad examples

@@ -55,9 +55,21 @@ int pl_swap_rounds(struct pl_state *S, struct mp_plan *p,
 		   bool (*keep)(const struct pl_state *S, const struct pl_cand *c),
 		   int (*cmp)(const void *, const void *), struct mp_error *err)
 {
+	uint64_t best = S->sim.peak_bytes;
+	uint32_t stale = 0;
+
 	while (S->sim.peak_bytes > S->req->budget_bytes && p->iterations < PL_MAX_ROUNDS) {
 		struct pl_cand *c;
 		uint32_t n, m = 0;
+
+		/* give up when the peak has not come down for a while: the
+		 * copies cannot keep up, more swaps only move it around */
+		if (S->sim.peak_bytes < best) {
+			best = S->sim.peak_bytes;
+			stale = 0;
+		} else if (++stale > PL_MAX_STALE_ROUNDS) {
+			break;
+		}
 
 		/* a prefetch landing at the peak is moved after it first */
 		if (pl_delay_swapins(S)) {

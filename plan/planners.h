@@ -12,8 +12,10 @@ int plan_superneurons(struct pl_state *S, struct mp_plan *p, struct mp_error *er
 int plan_tfswap(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_tensile(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 
-/* Rounds a planner may run before it gives up (each is one build). */
+/* Rounds a planner may run before it gives up (each is one build), and
+ * rounds in a row without a lower peak before it stops trying. */
 #define PL_MAX_ROUNDS 4000
+#define PL_MAX_STALE_ROUNDS 64
 
 /*
  * The swap rounds superneurons and tf-swap share: while the peak is over the

@@ -73,11 +73,20 @@ int plan_tensile(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 		free(fwd_writers);
 		return -1;
 	}
+	uint64_t best = S->sim.peak_bytes;
+	uint32_t stale = 0;
+
 	while (S->sim.peak_bytes > S->req->budget_bytes && p->iterations < PL_MAX_ROUNDS) {
 		uint64_t excess = S->sim.peak_bytes - S->req->budget_bytes;
 		struct pl_cand *c, *f;
 		uint32_t n, nf = 0, m;
 
+		if (S->sim.peak_bytes < best) {
+			best = S->sim.peak_bytes;
+			stale = 0;
+		} else if (++stale > PL_MAX_STALE_ROUNDS) {
+			break;
+		}
 		/* a prefetch landing at the peak is moved after it first */
 		if (pl_delay_swapins(S)) {
 			p->iterations++;

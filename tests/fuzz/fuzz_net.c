@@ -12,8 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../../analysis/analyze.h"
+#include "../../plan/plan.h"
 
 /* A failed call must say why: an empty message would print "memplan: FILE: ". */
 static void need_message(const struct mp_error *err)
@@ -52,10 +54,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	route_release(&route);
 	policy_opts_default(&opts);
 	err.msg[0] = '\0';
-	if (analysis_run(net, NULL, (1u << MP_STRAT__COUNT) - 1, &opts, &a, &err) == 0)
+	if (analysis_run(net, NULL, (1u << MP_STRAT__COUNT) - 1, &opts, &a, &err) == 0) {
+		/* every planner at 70% of the liveness peak: an internal error
+		 * (a schedule the simulator refuses) is a bug */
+		struct mp_plan_req req = { 0 };
+		uint64_t live = a.r[1].sim.peak_bytes;
+
+		req.budget_bytes = live / 10 * 7;
+		req.device = a.device;
+		req.ws_mode = (enum mp_ws_mode)(size % 4);
+		req.popts = opts;
+		if (route_build(net, &route, &err) == 0) {
+			for (int k = 0; k < MP_PLANNER__COUNT; k++) {
+				struct mp_plan p;
+
+				plan_init(&p);
+				err.msg[0] = '\0';
+				if (plan_run(net, &route, (enum mp_planner)k, &req, &p, &err) < 0 &&
+				    !strncmp(err.msg, "internal", 8))
+					abort();
+				plan_release(&p);
+			}
+			route_release(&route);
+		}
 		analysis_release(&a);
-	else
+	} else {
 		need_message(&err);
+	}
 	net_free(net);
 	return 0;
 }
