@@ -3,7 +3,8 @@
  * (compute, host-to-device copy, device-to-host copy); copies overlap compute;
  * compute stalls on a wait for an unfinished swap-in; memory freed by a
  * swap-out is released when the copy ends.  It also checks the schedule: every
- * tensor an op reads is resident and not in flight, nothing is freed twice.
+ * tensor an op reads is resident, not in flight, and written since it was
+ * allocated (or resident from before the iteration); nothing is freed twice.
  * Fills each action's start/end and resident bytes.  Owns struct mp_sim.
  */
 #ifndef MP_SIM_H
