@@ -327,6 +327,19 @@ static void test_rejects(const struct mp_net *net)
 	CHECK(simulate(net, on_device, &s, &sim, &err) < 0);
 	CHECK_STR(err.msg, "schedule[2] swap_in 'a': is already on the device");
 	sched_release(&s);
+
+	{
+		/* a freed tensor allocated again and read before anything writes
+		 * it: resident, but it holds nothing (what an in-place re-run on a
+		 * fresh buffer did) */
+		static const char *const unwritten_b[] = {
+			"alloc a", "compute p", "alloc b", "compute q", "free b", "alloc b", "alloc c1",
+			"compute r1", NULL };
+
+		CHECK(simulate(net, unwritten_b, &s, &sim, &err) < 0);
+		CHECK_STR(err.msg, "schedule[7] compute 'r1': reads 'b', which nothing has written since its allocation");
+		sched_release(&s);
+	}
 }
 
 /*
