@@ -221,6 +221,15 @@ int exec_cuda_link(struct mp_cuda_link *out, struct mp_error *err);
  * exec_cuda.cu, MEMPLAN_CUDA builds only. */
 int exec_cuda_runtime_version(void);
 
+/*
+ * Reject what would make an executor index out of bounds: op and tensor ids,
+ * algorithm indices and micro-batch lists (sim_run checks the same, but a
+ * schedule handed to an executor may not have been simulated).  0, or -1 with
+ * *err and *bad the offending action.
+ */
+int exec_check_shape(const struct mp_net *net, const struct mp_schedule *s, uint32_t *bad,
+		     struct mp_error *err);
+
 /* What exec_cuda_probe finds. */
 struct mp_cuda_probe {
 	int devices;              /* CUDA devices the driver reports */

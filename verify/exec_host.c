@@ -1214,44 +1214,6 @@ void exec_result_release(struct mp_exec_result *r)
 	r->failed_action = UINT32_MAX;
 }
 
-/* Reject what would make the executor index out of bounds (sim_run checks
- * the same; a schedule given here may not have been simulated). */
-static int check_shape(const struct mp_net *net, const struct mp_schedule *s, uint32_t *bad, struct mp_error *err)
-{
-	for (uint32_t i = 0; i < s->n; i++) {
-		const struct mp_action *a = &s->a[i];
-		bool is_op = a->kind == MP_ACT_COMPUTE || a->kind == MP_ACT_RECOMPUTE;
-
-		*bad = i;
-		if (is_op ? (a->op < 0 || (uint32_t)a->op >= net->n_ops)
-			  : (a->tensor < 0 || (uint32_t)a->tensor >= net->n_tensors)) {
-			mp_error_set(err, "schedule[%u] %s: no such op or tensor", i, mp_act_name(a->kind));
-			return -1;
-		}
-		if (is_op) {
-			const struct mp_op *op = &net->ops[a->op];
-
-			if (a->algo >= (int32_t)op->n_algos || a->micro < 1 ||
-			    (a->micro > 1 && (uint64_t)a->micro_at + a->micro > s->n_micro)) {
-				mp_error_set(err, "schedule[%u] %s '%s': bad algorithm or micro-batch count", i,
-					     mp_act_name(a->kind), op->name);
-				return -1;
-			}
-			for (uint32_t k = 0; a->micro > 1 && k < a->micro; k++)
-				if (s->micro[a->micro_at + k].algo >= (int32_t)op->n_algos) {
-					mp_error_set(err, "schedule[%u] %s '%s': bad micro-batch", i, mp_act_name(a->kind), op->name);
-					return -1;
-				}
-		}
-		if (a->kind == MP_ACT_ALLOC && a->bytes > MP_MAX_BYTES) {
-			mp_error_set(err, "schedule[%u] alloc '%s': %llu bytes is more than memplan accepts", i,
-				     net->tensors[a->tensor].name, (unsigned long long)a->bytes);
-			return -1;
-		}
-	}
-	*bad = UINT32_MAX;
-	return 0;
-}
 
 static void exec_free(struct exec *X)
 {
@@ -1316,7 +1278,7 @@ int exec_host_run(const struct mp_net *net, const struct mp_plan_req *req, const
 		mp_error_set(err, "internal: bad executor options");
 		return -1;
 	}
-	if (check_shape(net, s, &bad, err) < 0) {
+	if (exec_check_shape(net, s, &bad, err) < 0) {
 		out->failed_action = bad;
 		return -1;
 	}
