@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "../plan/capacity.h"
 #include "../plan/plan.h"
 
 static const char usage_text[] =
@@ -264,10 +265,6 @@ int cmd_plan(int argc, char **argv)
 		fputs(usage_text, stderr);
 		return EXIT_BAD_INPUT;
 	}
-	if (!have_budget) {
-		cli_error(EXIT_BAD_INPUT, "plan: --budget is required (for example --budget 11G)");
-		return EXIT_BAD_INPUT;
-	}
 	if (device_arg && device_resolve(device_arg, &req.device, &err) < 0)
 		return cli_error(EXIT_BAD_INPUT, "--device: %s", err.msg);
 	if (!(net = cli_load_net_json(argv[optind], &net_json)))
@@ -277,6 +274,18 @@ int cmd_plan(int argc, char **argv)
 			req.device = net->device;
 		else
 			device_default(&req.device);
+	}
+	/* no budget: the device's memory less the reserve memplan capacity uses */
+	if (!have_budget) {
+		if (!req.device.memory_bytes || req.device.memory_bytes <= CAP_DEFAULT_RESERVE) {
+			rc = cli_error(EXIT_BAD_INPUT, "plan: --budget is required (for example --budget 11G), or a device with memory");
+			goto out_net;
+		}
+		req.budget_bytes = req.device.memory_bytes - CAP_DEFAULT_RESERVE;
+		if (fmt == FMT_TABLE)
+			printf("budget: %s, the memory of %s less a %s reserve for the CUDA context and libraries\n",
+		       mp_fmt_bytes(req.budget_bytes, b1, sizeof(b1)), req.device.name,
+		       mp_fmt_bytes(CAP_DEFAULT_RESERVE, b2, sizeof(b2)));
 	}
 	if (route_build(net, &route, &err) < 0) {
 		rc = cli_error(EXIT_BAD_INPUT, "%s: %s", argv[optind], err.msg);

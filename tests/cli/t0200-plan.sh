@@ -41,6 +41,12 @@ expect_run "workspace wr" 0 --stdout-grep "conv algorithms +conv.fwd winograd" -
 expect_run "workspace wd" 0 -- memplan plan examples/workspace.json --budget 1M --workspace wd --workspace-limit 8K
 expect_run "workspace none" 0 -- memplan plan examples/workspace.json --budget 1M --workspace none
 
+# without --budget: the device's memory less the 512 MiB reserve
+expect_run "default budget" 0 --stdout-grep "^budget: 10.7 GiB, the memory of k40c less a 512.0 MiB reserve" -- \
+	memplan plan examples/alexnet.json
+expect_run "default budget, json stays json" 0 --stdout-grep '^  "budget_bytes": 11459887104,' -- \
+	memplan plan examples/alexnet.json --format json
+
 # bad usage
 expect_run "no budget" 2 --stderr-grep "plan: --budget is required" -- memplan plan examples/tiny.json
 expect_run "bad budget" 2 --stderr "memplan: --budget: 'lots' is not a size (expected a number with an optional unit such as 512M or 11G)" -- \
