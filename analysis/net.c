@@ -316,7 +316,7 @@ static int parse_shape(struct loader *L, json_t *v, const char *path, uint64_t *
 	json_array_foreach(v, i, d) {
 		int64_t x;
 
-		snprintf(p, sizeof(p), "%s[%zu]", path, i);
+		jget_index(p, sizeof(p), path, i);
 		if (jget_int(d, p, 1, INT64_C(1) << 40, &x, L->err) < 0) {
 			if (json_is_integer(d) && json_integer_value(d) <= 0)
 				mp_error_set(L->err, "%s: dimension must be positive, got %lld", p,
@@ -426,7 +426,7 @@ static int parse_params(struct loader *L, struct lspec *s, json_t *obj, const ch
 		json_array_foreach(params, i, v) {
 			uint64_t elems;
 
-			snprintf(q, sizeof(q), "%s[%zu]", p, i);
+			jget_index(q, sizeof(q), p, i);
 			if (parse_shape(L, v, q, &elems, NULL, NULL) < 0 ||
 			    shape_bytes(L, elems, s->dtype, q, &s->param_bytes[i]) < 0)
 				return -1;
@@ -437,7 +437,7 @@ static int parse_params(struct loader *L, struct lspec *s, json_t *obj, const ch
 			s->n_params = (uint32_t)json_array_size(pb);
 			s->param_bytes = arena_array(L->net, s->n_params, sizeof(uint64_t));
 			json_array_foreach(pb, i, v) {
-				snprintf(q, sizeof(q), "%s[%zu]", p, i);
+				jget_index(q, sizeof(q), p, i);
 				if (jget_size(v, q, &s->param_bytes[i], L->err) < 0)
 					return -1;
 			}
@@ -481,7 +481,7 @@ static int parse_algos(struct loader *L, struct lspec *s, json_t *v, const char 
 		double ms[3] = { -1, -1, -1 };
 		json_t *x;
 
-		snprintf(p, sizeof(p), "%s[%zu]", path, i);
+		jget_index(p, sizeof(p), path, i);
 		if (jget_object(a, p, L->err) < 0 || jget_check_keys(a, p, keys, L->err) < 0)
 			return -1;
 		if (!(x = json_object_get(a, "name"))) {
@@ -538,7 +538,7 @@ static int parse_saves(struct loader *L, struct lspec *s, json_t *v, const char 
 		const char *str;
 		size_t k;
 
-		snprintf(p, sizeof(p), "%s[%zu]", path, i);
+		jget_index(p, sizeof(p), path, i);
 		if (jget_string(x, p, &str, L->err) < 0)
 			return -1;
 		for (k = 0; k < sizeof(items) / sizeof(items[0]); k++)
@@ -563,7 +563,7 @@ static int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 	json_t *v;
 	size_t i;
 
-	snprintf(path, sizeof(path), "layers[%u]", idx);
+	jget_index(path, sizeof(path), "layers", idx);
 	if (jget_check_keys(obj, path, keys, L->err) < 0)
 		return -1;
 	s->dtype = L->net->dtype;
@@ -598,7 +598,7 @@ static int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 			const char *nm;
 			int32_t id;
 
-			snprintf(q, sizeof(q), "%s[%zu]", p, i);
+			jget_index(q, sizeof(q), p, i);
 			if (jget_string(x, q, &nm, L->err) < 0)
 				return -1;
 			id = mp_strmap_get(&L->layer_names, nm);
@@ -1175,7 +1175,7 @@ static int parse_tensor_list(struct loader *L, json_t *v, const char *path,
 		const char *nm;
 		int32_t id;
 
-		snprintf(p, sizeof(p), "%s[%zu]", path, i);
+		jget_index(p, sizeof(p), path, i);
 		if (jget_string(x, p, &nm, L->err) < 0)
 			return -1;
 		if ((id = mp_strmap_get(&L->tensor_names, nm)) < 0) {
@@ -1328,7 +1328,7 @@ static int parse_ops(struct loader *L, json_t *arr)
 				const char *an;
 				json_t *x;
 
-				snprintf(q, sizeof(q), "%s[%zu]", p, k);
+				jget_index(q, sizeof(q), p, k);
 				if (jget_object(a, q, L->err) < 0 || jget_check_keys(a, q, akeys, L->err) < 0)
 					goto out;
 				if (!(x = json_object_get(a, "name")) || !(json_object_get(a, "time"))) {
@@ -1394,7 +1394,7 @@ static int parse_layers(struct loader *L, json_t *arr)
 		json_t *v;
 		int t;
 
-		snprintf(path, sizeof(path), "layers[%zu]", i);
+		jget_index(path, sizeof(path), "layers", i);
 		if (jget_object(obj, path, L->err) < 0)
 			return -1;
 		if (!(v = json_object_get(obj, "name"))) {
