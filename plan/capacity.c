@@ -175,7 +175,35 @@ int capacity_eval(const struct cap_query *q, unsigned row, uint32_t n, bool *fit
 	return eval(q, row, n, fits, ms, err);
 }
 
-/* Largest n in [lo, limit] with fits, given fits(lo) (lo may be 0: "none"). */
+/* Between lo (fits, or 0: "none") and hi (does not fit; 0: lo is the limit),
+ * bisect to the largest size that fits and record it in res. */
+static int bisect(const struct cap_query *q, unsigned row, uint32_t lo, double lo_ms, uint32_t hi,
+		  struct cap_result *res, struct mp_error *err)
+{
+	bool fits;
+	double ms;
+
+	while (hi && hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		res->evals++;
+		if (eval(q, row, mid, &fits, &ms, err) < 0)
+			return -1;
+		if (fits) {
+			lo = mid;
+			lo_ms = ms;
+		} else {
+			hi = mid;
+		}
+	}
+	res->max = lo;
+	res->time_ms = lo ? lo_ms : 0;
+	res->throughput = lo && lo_ms > 0 ? (q->vary == CAP_VARY_BATCH ? lo : q->zopts.batch) / (lo_ms / 1000.0) : 0;
+	return 0;
+}
+
+/* Largest n in [lo, limit] with fits, given fits(lo) (lo may be 0: "none"):
+ * doubling from lo, then bisection. */
 static int search(const struct cap_query *q, unsigned row, uint32_t lo, double lo_ms,
 		  struct cap_result *res, struct mp_error *err)
 {
@@ -206,24 +234,7 @@ static int search(const struct cap_query *q, unsigned row, uint32_t lo, double l
 		if (step > UINT32_MAX / 4)
 			break;
 	}
-	/* bisection: lo fits (or is 0), hi does not */
-	while (hi && hi - lo > 1) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		res->evals++;
-		if (eval(q, row, mid, &fits, &ms, err) < 0)
-			return -1;
-		if (fits) {
-			lo = mid;
-			lo_ms = ms;
-		} else {
-			hi = mid;
-		}
-	}
-	res->max = lo;
-	res->time_ms = lo ? lo_ms : 0;
-	res->throughput = lo && lo_ms > 0 ? (q->vary == CAP_VARY_BATCH ? lo : q->zopts.batch) / (lo_ms / 1000.0) : 0;
-	return 0;
+	return bisect(q, row, lo, lo_ms, hi, res, err);
 }
 
 /* From the search's answer to the exact one under the model's own nets
@@ -231,67 +242,31 @@ static int search(const struct cap_query *q, unsigned row, uint32_t lo, double l
  * the estimate, then bisection: O(log |error|) exact evaluations. */
 static int settle(const struct cap_query *exact, unsigned row, struct cap_result *r, struct mp_error *err)
 {
-	uint32_t lo, hi, guess = r->max;
-	bool fits;
-	double ms, lo_ms = 0;
+	uint32_t lo = 0, hi, guess = r->max;
+	bool fits = false;
+	double ms = 0, lo_ms = 0;
 
 	r->evals++;
 	if (guess && eval(exact, row, guess, &fits, &ms, err) < 0)
 		return -1;
-	if (guess && fits) {
-		lo = guess;
-		lo_ms = ms;
-		hi = 0;
-		for (uint32_t step = 1; (uint64_t)lo + step <= exact->limit; step *= 2) {
-			r->evals++;
-			if (eval(exact, row, lo + step, &fits, &ms, err) < 0)
-				return -1;
-			if (!fits) {
-				hi = lo + step;
-				break;
-			}
-			lo += step;
-			lo_ms = ms;
-		}
-		if (!hi)
-			hi = lo + 1; /* the limit */
-	} else {
-		hi = guess ? guess : 1;
-		lo = 0;
-		for (uint32_t step = 1; guess && step <= guess; step *= 2) {
-			uint32_t n = guess - step;
-
-			if (n == 0)
-				break;
-			r->evals++;
-			if (eval(exact, row, n, &fits, &ms, err) < 0)
-				return -1;
-			if (fits) {
-				lo = n;
-				lo_ms = ms;
-				break;
-			}
-			hi = n;
-		}
-	}
-	while (hi - lo > 1) {
-		uint32_t mid = lo + (hi - lo) / 2;
+	if (guess && fits)
+		return search(exact, row, guess, ms, r, err); /* gallop up, bisect */
+	/* gallop down to a size that fits (or none), then bisect */
+	hi = guess ? guess : 1;
+	for (uint32_t step = 1; guess && step < guess; step *= 2) {
+		uint32_t n = guess - step;
 
 		r->evals++;
-		if (eval(exact, row, mid, &fits, &ms, err) < 0)
+		if (eval(exact, row, n, &fits, &ms, err) < 0)
 			return -1;
 		if (fits) {
-			lo = mid;
+			lo = n;
 			lo_ms = ms;
-		} else {
-			hi = mid;
+			break;
 		}
+		hi = n;
 	}
-	r->max = lo;
-	r->time_ms = lo ? lo_ms : 0;
-	r->throughput = r->max && r->time_ms > 0 ?
-		(exact->vary == CAP_VARY_BATCH ? r->max : exact->zopts.batch) / (r->time_ms / 1000.0) : 0;
-	return 0;
+	return bisect(exact, row, lo, lo_ms, hi, r, err);
 }
 
 int capacity_run(const struct cap_query *q0, struct cap_result res[CAP_N_ROWS], struct mp_error *err)
