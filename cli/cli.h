@@ -31,6 +31,18 @@ struct mp_net *cli_load_net(const char *path);
 /* The same, also returning the parsed JSON (*root, the caller's reference). */
 struct mp_net *cli_load_net_json(const char *path, json_t **root);
 
+/* Call f on each item of a comma list ("" when the list is empty); stops at
+ * the first -1, which it returns. */
+int cli_each_item(const char *list, int (*f)(const char *item, void *ctx), void *ctx);
+
+/* --checkpoints conv,fc: *mask gets a bit per layer type; -1 after printing
+ * on an unknown type. */
+int cli_parse_checkpoints(const char *arg, uint32_t *mask);
+
+/* The reply to an unknown option or a missing argument: the message, the
+ * usage on stderr; returns EXIT_BAD_INPUT. */
+int cli_bad_option(const char *cmd, char **argv, const char *usage);
+
 enum cli_format { FMT_TABLE, FMT_CSV, FMT_JSON };
 /* Parse --format; -1 (after printing) on a bad value.  allow_csv for csv. */
 int cli_parse_format(const char *s, int allow_csv);

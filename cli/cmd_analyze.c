@@ -16,23 +16,6 @@ static const char usage_text[] =
 	"                        [--strategy baseline,liveness,offload,recompute]\n"
 	"                        [--device NAME|FILE] [--checkpoints conv,fc,...]\n";
 
-/* Split a comma list, calling f on each item; -1 on the first failure. */
-static int each_item(const char *list, int (*f)(const char *item, void *ctx), void *ctx)
-{
-	char *copy = mp_xstrdup(list), *save = NULL, *tok;
-	int rc = 0, any = 0;
-
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		any = 1;
-		if ((rc = f(tok, ctx)) < 0)
-			break;
-	}
-	free(copy);
-	if (!any && rc == 0)
-		rc = f("", ctx);
-	return rc;
-}
-
 static int add_strategy(const char *item, void *ctx)
 {
 	int s = mp_strategy_parse(item);
@@ -42,18 +25,6 @@ static int add_strategy(const char *item, void *ctx)
 		return -1;
 	}
 	*(uint32_t *)ctx |= 1u << s;
-	return 0;
-}
-
-static int add_checkpoint(const char *item, void *ctx)
-{
-	int t = mp_layer_type_parse(item);
-
-	if (t < 0) {
-		cli_error(EXIT_BAD_INPUT, "--checkpoints: unknown layer type '%s'", item);
-		return -1;
-	}
-	*(uint32_t *)ctx |= 1u << t;
 	return 0;
 }
 
@@ -337,24 +308,27 @@ int cmd_analyze(int argc, char **argv)
 			svg = optarg;
 			break;
 		case 'S':
-			if (each_item(optarg, add_strategy, &show) < 0)
+			if (cli_each_item(optarg, add_strategy, &show) < 0)
 				return EXIT_BAD_INPUT;
 			break;
 		case 'd':
 			device_arg = optarg;
 			break;
 		case 'c':
-			if (each_item(optarg, add_checkpoint, &ckpt) < 0)
+		{
+			uint32_t m;
+
+			if (cli_parse_checkpoints(optarg, &m) < 0)
 				return EXIT_BAD_INPUT;
+			ckpt |= m; /* repeated --checkpoints add up */
 			popts.checkpoints = ckpt;
+		}
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return EXIT_OK;
 		default:
-			cli_error(EXIT_BAD_INPUT, "analyze: unknown or incomplete option '%s'", argv[optind - 1]);
-			fputs(usage_text, stderr);
-			return EXIT_BAD_INPUT;
+			return cli_bad_option("analyze", argv, usage_text);
 		}
 	}
 	if (argc - optind != 1) {

@@ -294,29 +294,15 @@ int cmd_capacity(int argc, char **argv)
 			batch = (uint32_t)v;
 			break;
 		}
-		case 'c': {
-			char *copy = mp_xstrdup(optarg), *save = NULL;
-
-			popts.checkpoints = 0;
-			for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-				int t = mp_layer_type_parse(tok);
-
-				if (t < 0) {
-					free(copy);
-					return cli_error(EXIT_BAD_INPUT, "--checkpoints: unknown layer type '%s'", tok);
-				}
-				popts.checkpoints |= 1u << t;
-			}
-			free(copy);
+		case 'c':
+			if (cli_parse_checkpoints(optarg, &popts.checkpoints) < 0)
+				return EXIT_BAD_INPUT;
 			break;
-		}
 		case 'h':
 			fputs(usage_text, stdout);
 			return EXIT_OK;
 		default:
-			cli_error(EXIT_BAD_INPUT, "capacity: unknown or incomplete option '%s'", argv[optind - 1]);
-			fputs(usage_text, stderr);
-			return EXIT_BAD_INPUT;
+			return cli_bad_option("capacity", argv, usage_text);
 		}
 	}
 	if ((model && argc - optind != 0) || (!model && argc - optind != 1)) {

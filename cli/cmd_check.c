@@ -38,9 +38,7 @@ int cmd_check(int argc, char **argv)
 			fputs(usage_text, stdout);
 			return EXIT_OK;
 		default:
-			cli_error(EXIT_BAD_INPUT, "check: unknown or incomplete option '%s'", argv[optind - 1]);
-			fputs(usage_text, stderr);
-			return EXIT_BAD_INPUT;
+			return cli_bad_option("check", argv, usage_text);
 		}
 	}
 	if (argc - optind != 1) {

@@ -81,9 +81,7 @@ int cmd_devices(int argc, char **argv)
 			fputs(usage_text, stdout);
 			return EXIT_OK;
 		default:
-			cli_error(EXIT_BAD_INPUT, "devices: unknown or incomplete option '%s'", argv[optind - 1]);
-			fputs(usage_text, stderr);
-			return EXIT_BAD_INPUT;
+			return cli_bad_option("devices", argv, usage_text);
 		}
 	}
 	n = argc > optind ? (unsigned)(argc - optind) : device_catalog_count();

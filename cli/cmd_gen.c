@@ -199,9 +199,7 @@ int cmd_gen(int argc, char **argv)
 			print_models(stdout);
 			return EXIT_OK;
 		default:
-			cli_error(EXIT_BAD_INPUT, "gen: unknown or incomplete option '%s'", argv[optind - 1]);
-			fputs(usage_text, stderr);
-			return EXIT_BAD_INPUT;
+			return cli_bad_option("gen", argv, usage_text);
 		}
 	}
 	if (argc - optind != 1) {

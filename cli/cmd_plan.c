@@ -225,22 +225,10 @@ int cmd_plan(int argc, char **argv)
 			if (parse_size_opt("--workspace-limit", optarg, &req.ws_limit_bytes) < 0)
 				return EXIT_BAD_INPUT;
 			break;
-		case 'c': {
-			char *copy = mp_xstrdup(optarg), *save = NULL;
-
-			req.popts.checkpoints = 0;
-			for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-				int t = mp_layer_type_parse(tok);
-
-				if (t < 0) {
-					free(copy);
-					return cli_error(EXIT_BAD_INPUT, "--checkpoints: unknown layer type '%s'", tok);
-				}
-				req.popts.checkpoints |= 1u << t;
-			}
-			free(copy);
+		case 'c':
+			if (cli_parse_checkpoints(optarg, &req.popts.checkpoints) < 0)
+				return EXIT_BAD_INPUT;
 			break;
-		}
 		case 'o':
 			out_path = optarg;
 			break;
@@ -255,9 +243,7 @@ int cmd_plan(int argc, char **argv)
 			fputs(usage_text, stdout);
 			return EXIT_OK;
 		default:
-			cli_error(EXIT_BAD_INPUT, "plan: unknown or incomplete option '%s'", argv[optind - 1]);
-			fputs(usage_text, stderr);
-			return EXIT_BAD_INPUT;
+			return cli_bad_option("plan", argv, usage_text);
 		}
 	}
 	(void)planner_arg;

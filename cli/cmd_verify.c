@@ -270,9 +270,7 @@ int cmd_verify(int argc, char **argv)
 			fputs(usage_text, stdout);
 			return EXIT_OK;
 		default:
-			cli_error(EXIT_BAD_INPUT, "verify: unknown or incomplete option '%s'", argv[optind - 1]);
-			fputs(usage_text, stderr);
-			return EXIT_BAD_INPUT;
+			return cli_bad_option("verify", argv, usage_text);
 		}
 	}
 	if (do_probe) {

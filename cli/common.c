@@ -1,7 +1,9 @@
 /*
  * Helpers every subcommand shares: error printing and net loading.
  */
+#include <getopt.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -60,4 +62,45 @@ int cli_parse_format(const char *s, int allow_csv)
 		return FMT_CSV;
 	cli_error(EXIT_BAD_INPUT, "--format: unknown format '%s' (table%s or json)", s, allow_csv ? ", csv" : "");
 	return -1;
+}
+
+int cli_each_item(const char *list, int (*f)(const char *item, void *ctx), void *ctx)
+{
+	char *copy = mp_xstrdup(list), *save = NULL, *tok;
+	int rc = 0, any = 0;
+
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		any = 1;
+		if ((rc = f(tok, ctx)) < 0)
+			break;
+	}
+	free(copy);
+	if (!any && rc == 0)
+		rc = f("", ctx);
+	return rc;
+}
+
+static int add_checkpoint(const char *item, void *ctx)
+{
+	int t = mp_layer_type_parse(item);
+
+	if (t < 0) {
+		cli_error(EXIT_BAD_INPUT, "--checkpoints: unknown layer type '%s'", item);
+		return -1;
+	}
+	*(uint32_t *)ctx |= 1u << t;
+	return 0;
+}
+
+int cli_parse_checkpoints(const char *arg, uint32_t *mask)
+{
+	*mask = 0;
+	return cli_each_item(arg, add_checkpoint, mask);
+}
+
+int cli_bad_option(const char *cmd, char **argv, const char *usage)
+{
+	cli_error(EXIT_BAD_INPUT, "%s: unknown or incomplete option '%s'", cmd, argv[optind - 1]);
+	fputs(usage, stderr);
+	return EXIT_BAD_INPUT;
 }
