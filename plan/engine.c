@@ -48,6 +48,9 @@ void pl_release(struct pl_state *S)
 	free(S->micro);
 	free(S->step_start);
 	free(S->entry_step);
+	free(S->entries);
+	free(S->touch_start);
+	free(S->touch_list);
 	sched_release(&S->sched);
 	sim_release(&S->sim);
 	memset(S, 0, sizeof(*S));
@@ -257,10 +260,14 @@ int pl_build(struct pl_state *S, struct mp_error *err)
 			S->sched.a[i - 1].bytes = ws;
 		}
 	}
-	free(e);
+	/* kept for pl_peak_candidates: the entries and touches of this build */
+	free(S->entries);
+	free(S->touch_start);
+	free(S->touch_list);
+	S->entries = e;
+	S->touch_start = T.start;
+	S->touch_list = T.list;
 	free(sw);
-	free(T.start);
-	free(T.list);
 	sim_release(&S->sim);
 	if (sim_run(net, &S->req->device, &S->sched, &S->sim, err) < 0) {
 		free(ce);
@@ -278,15 +285,10 @@ int pl_build(struct pl_state *S, struct mp_error *err)
 uint32_t pl_peak_candidates(const struct pl_state *S, struct pl_cand **out)
 {
 	const struct mp_net *net = S->net;
-	struct mp_entry *e = mp_xmalloc((S->n_entries + 1) * sizeof(*e));
-	struct touches T;
+	const struct mp_entry *e = S->entries;
+	const struct touches T = { S->touch_start, S->touch_list };
 	uint32_t n = 0, P = S->peak_entry;
 
-	/* rebuild the entry list from the schedule's compute actions */
-	for (uint32_t i = 0, k = 0; i < S->sched.n; i++)
-		if (S->sched.a[i].kind == MP_ACT_COMPUTE || S->sched.a[i].kind == MP_ACT_RECOMPUTE)
-			e[k++] = (struct mp_entry){ S->sched.a[i].op, S->sched.a[i].kind == MP_ACT_RECOMPUTE, -1 };
-	touches_build(net, e, S->n_entries, &T);
 	*out = mp_xmalloc((S->sim.n_peak_tensors + 1) * sizeof(**out));
 	for (uint32_t k = 0; k < S->sim.n_peak_tensors; k++) {
 		int32_t t = S->sim.peak_tensors[k];
@@ -315,9 +317,6 @@ uint32_t pl_peak_candidates(const struct pl_state *S, struct pl_cand **out)
 			(*out)[n++] = (struct pl_cand){ t, x->bytes, S->sim.time_ms - busy, last, true };
 		}
 	}
-	free(e);
-	free(T.start);
-	free(T.list);
 	return n;
 }
 

@@ -40,6 +40,8 @@ struct pl_state {
 	uint32_t *entry_step; /* [n_entries] route step of each entry (recomputes: the next step) */
 	uint32_t n_entries;
 	uint32_t peak_entry;  /* entry whose step holds the peak */
+	struct mp_entry *entries;  /* [n_entries] the last build's sequence */
+	uint32_t *touch_start, *touch_list; /* its touches per tensor (CSR) */
 };
 
 void pl_init(struct pl_state *S, const struct mp_net *net, const struct mp_route *r,
