@@ -803,7 +803,7 @@ static int order_layers(struct loader *L, uint32_t n, int32_t *order)
 	}
 	if (tail < n) {
 		/* every unordered layer has an unordered input: walk inputs until a repeat */
-		uint32_t start = 0, steps = 0;
+		uint32_t start = 0;
 		uint8_t *seen = mp_xcalloc(n, 1);
 
 		while (indeg[start] == 0)
@@ -815,7 +815,6 @@ static int order_layers(struct loader *L, uint32_t n, int32_t *order)
 					start = (uint32_t)L->ls[start].inputs[k];
 					break;
 				}
-			steps++;
 		}
 		/* start is on the cycle; name it and the input that closes it */
 		for (uint32_t k = 0; k < L->ls[start].n_inputs; k++)
@@ -824,7 +823,6 @@ static int order_layers(struct loader *L, uint32_t n, int32_t *order)
 					     start, k, L->ls[start].name, L->ls[L->ls[start].inputs[k]].name);
 				break;
 			}
-		(void)steps;
 		free(seen);
 		rc = -1;
 	}

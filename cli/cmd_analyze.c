@@ -99,12 +99,10 @@ static json_t *strategy_json(const struct mp_net *net, const struct mp_strategy_
 	return o;
 }
 
-static void print_json(const char *file, const struct mp_net *net, const struct mp_analysis *a,
-		       uint32_t show, int steps)
+static void print_json(const struct mp_net *net, const struct mp_analysis *a, uint32_t show, int steps)
 {
 	json_t *root = json_object(), *arr = json_array(), *dev = json_object();
 
-	(void)file;
 	json_object_set_new(root, "net", json_string(net->name));
 	json_object_set_new(root, "steps", json_integer(a->route.n));
 	json_object_set_new(root, "forward_steps", json_integer(a->route.n_fwd));
@@ -355,7 +353,7 @@ int cmd_analyze(int argc, char **argv)
 		return rc;
 	}
 	if (fmt == FMT_JSON)
-		print_json(argv[optind], net, &a, show, steps);
+		print_json(net, &a, show, steps);
 	else if (fmt == FMT_CSV)
 		print_csv(net, &a, show, steps);
 	else

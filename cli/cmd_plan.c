@@ -64,7 +64,6 @@ static json_t *plan_json_summary(const struct mp_net *net, const struct mp_plan_
 				 const struct mp_plan *p)
 {
 	json_t *o = json_object();
-	char lab[300];
 
 	json_object_set_new(o, "planner", json_string(mp_planner_name(p->planner)));
 	json_object_set_new(o, "fits", json_boolean(p->fits));
@@ -89,7 +88,6 @@ static json_t *plan_json_summary(const struct mp_net *net, const struct mp_plan_
 	json_object_set_new(o, "cbr", json_real(p->cbr));
 	json_object_set_new(o, "algorithms", algos_json(net, p));
 	json_object_set_new(o, "note", json_string(p->note));
-	(void)lab;
 	return o;
 }
 
@@ -174,7 +172,7 @@ int cmd_plan(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *device_arg = NULL, *out_path = NULL, *trace_path = NULL, *planner_arg = "auto";
+	const char *device_arg = NULL, *out_path = NULL, *trace_path = NULL;
 	int fmt = FMT_TABLE, c, rc = EXIT_OK, have_budget = 0, all = 0, which = MP_PLANNER_AUTO;
 	struct mp_plan_req req;
 	struct mp_error err = { "" };
@@ -199,7 +197,6 @@ int cmd_plan(int argc, char **argv)
 			have_budget = 1;
 			break;
 		case 'p':
-			planner_arg = optarg;
 			if (!strcmp(optarg, "all")) {
 				all = 1;
 			} else if ((which = mp_planner_parse(optarg)) < 0) {
@@ -246,7 +243,6 @@ int cmd_plan(int argc, char **argv)
 			return cli_bad_option("plan", argv, usage_text);
 		}
 	}
-	(void)planner_arg;
 	if (argc - optind != 1) {
 		fputs(usage_text, stderr);
 		return EXIT_BAD_INPUT;
