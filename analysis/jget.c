@@ -110,8 +110,7 @@ int jget_size(const json_t *v, const char *path, uint64_t *out,
 	return -1;
 }
 
-static int get_number(const json_t *v, const char *path, double *out,
-		      struct mp_error *err)
+int jget_finite(const json_t *v, const char *path, double *out, struct mp_error *err)
 {
 	if (!json_is_number(v)) {
 		mp_error_set(err, "%s: expected a number, got %s", path, jget_type(v));
@@ -128,7 +127,7 @@ static int get_number(const json_t *v, const char *path, double *out,
 int jget_nonneg(const json_t *v, const char *path, double *out,
 		struct mp_error *err)
 {
-	if (get_number(v, path, out, err) < 0)
+	if (jget_finite(v, path, out, err) < 0)
 		return -1;
 	if (*out < 0) {
 		mp_error_set(err, "%s: must not be negative, got %g", path, *out);
@@ -140,7 +139,7 @@ int jget_nonneg(const json_t *v, const char *path, double *out,
 int jget_positive(const json_t *v, const char *path, double *out,
 		  struct mp_error *err)
 {
-	if (get_number(v, path, out, err) < 0)
+	if (jget_finite(v, path, out, err) < 0)
 		return -1;
 	if (*out <= 0) {
 		mp_error_set(err, "%s: must be positive, got %g", path, *out);
@@ -152,7 +151,7 @@ int jget_positive(const json_t *v, const char *path, double *out,
 int jget_range(const json_t *v, const char *path, double lo, double hi,
 	       const char *unit, double *out, struct mp_error *err)
 {
-	if (get_number(v, path, out, err) < 0)
+	if (jget_finite(v, path, out, err) < 0)
 		return -1;
 	if (*out < lo || *out > hi) {
 		if (lo > 0 && *out <= 0)

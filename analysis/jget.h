@@ -83,6 +83,9 @@ int jget_string(const json_t *v, const char *path, const char **out,
 int jget_size(const json_t *v, const char *path, uint64_t *out,
 	      struct mp_error *err);
 
+/* A finite number, of any sign. */
+int jget_finite(const json_t *v, const char *path, double *out, struct mp_error *err);
+
 /* A finite number >= 0 (milliseconds, GB/s, ...). */
 int jget_nonneg(const json_t *v, const char *path, double *out,
 		struct mp_error *err);

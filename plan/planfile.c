@@ -242,21 +242,6 @@ json_t *plan_to_json(const struct mp_net *net, json_t *net_json, const struct mp
 
 /* --- reader --------------------------------------------------------------- */
 
-/* A finite number, of any sign. */
-static int get_finite(const json_t *v, const char *path, double *out, struct mp_error *err)
-{
-	if (!json_is_number(v)) {
-		mp_error_set(err, "%s: expected a number, got %s", path, jget_type(v));
-		return -1;
-	}
-	*out = json_number_value(v);
-	if (!isfinite(*out)) {
-		mp_error_set(err, "%s: expected a finite number", path);
-		return -1;
-	}
-	return 0;
-}
-
 /* A byte count written by memplan: an integer in [0, 1 PiB] (no units). */
 static int get_bytes(const json_t *v, const char *path, uint64_t *out, struct mp_error *err)
 {
@@ -419,7 +404,7 @@ static int read_prediction(json_t *v, struct mp_plan *p, struct mp_error *err)
 		switch (f[i].type) {
 		case BYTES: rc = get_bytes(x, path, &b, err); break;
 		case MS: rc = jget_nonneg(x, path, &d, err); break;
-		case FINITE: rc = get_finite(x, path, &d, err); break;
+		case FINITE: rc = jget_finite(x, path, &d, err); break;
 		case COUNT: rc = jget_int(x, path, 0, UINT32_MAX, &n, err); break;
 		case STRING: rc = jget_string(x, path, &s, err); break;
 		case BOOL: rc = jget_bool(x, path, &bl, err); break;
