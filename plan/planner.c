@@ -51,16 +51,14 @@ void plan_metrics(struct mp_plan *p, uint64_t budget)
 	p->cbr = p->eor > 0 ? p->msr / p->eor : 0;
 }
 
-int pl_swap_rounds(struct pl_state *S, struct mp_plan *p,
-		   bool (*keep)(const struct pl_state *S, const struct pl_cand *c),
-		   int (*cmp)(const void *, const void *), struct mp_error *err)
+int pl_rounds(struct pl_state *S, struct mp_plan *p, pl_round_fn round_fn, void *ctx, struct mp_error *err)
 {
 	uint64_t best = S->sim.peak_bytes;
 	uint32_t stale = 0;
 
 	while (S->sim.peak_bytes > S->req->budget_bytes && p->iterations < PL_MAX_ROUNDS) {
 		struct pl_cand *c;
-		uint32_t n, m = 0;
+		uint32_t n, m;
 
 		/* give up when the peak has not come down for a while: the
 		 * copies cannot keep up, more swaps only move it around */
@@ -79,11 +77,7 @@ int pl_swap_rounds(struct pl_state *S, struct mp_plan *p,
 			continue;
 		}
 		n = pl_peak_candidates(S, &c);
-		for (uint32_t k = 0; k < n; k++)
-			if (keep(S, &c[k]))
-				c[m++] = c[k];
-		qsort(c, m, sizeof(*c), cmp);
-		m = pl_take_until(S, c, m, S->sim.peak_bytes - S->req->budget_bytes);
+		m = round_fn(S, c, n, S->sim.peak_bytes - S->req->budget_bytes, ctx);
 		free(c);
 		if (!m)
 			break;
@@ -92,6 +86,32 @@ int pl_swap_rounds(struct pl_state *S, struct mp_plan *p,
 			return -1;
 	}
 	return 0;
+}
+
+struct swap_filter {
+	bool (*keep)(const struct pl_state *S, const struct pl_cand *c);
+	int (*cmp)(const void *, const void *);
+};
+
+static uint32_t swap_round(struct pl_state *S, struct pl_cand *c, uint32_t n, uint64_t excess, void *ctx)
+{
+	const struct swap_filter *f = ctx;
+	uint32_t m = 0;
+
+	for (uint32_t k = 0; k < n; k++)
+		if (f->keep(S, &c[k]))
+			c[m++] = c[k];
+	qsort(c, m, sizeof(*c), f->cmp);
+	return pl_take_until(S, c, m, excess);
+}
+
+int pl_swap_rounds(struct pl_state *S, struct mp_plan *p,
+		   bool (*keep)(const struct pl_state *S, const struct pl_cand *c),
+		   int (*cmp)(const void *, const void *), struct mp_error *err)
+{
+	struct swap_filter f = { keep, cmp };
+
+	return pl_rounds(S, p, swap_round, &f, err);
 }
 
 uint32_t pl_take_until(struct pl_state *S, const struct pl_cand *c, uint32_t n, uint64_t excess)

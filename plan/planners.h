@@ -18,11 +18,18 @@ int plan_tensile(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 #define PL_MAX_STALE_ROUNDS 64
 
 /*
- * The swap rounds superneurons and tf-swap share: while the peak is over the
- * budget, first delay swap-ins that land on it, else swap the candidates at
- * the peak that keep() accepts, in cmp order, until their bytes cover the
- * excess; rebuild after each round.  Stops when nothing is left to move.
+ * The rounds every planner runs: while the peak is over the budget, first
+ * delay swap-ins that land on it, else hand round_fn() the candidates at the
+ * peak and the excess; round_fn() edits the state (swaps, drops) and returns
+ * how many edits it made.  Rebuild after each round.  Stops when a round
+ * makes none, after PL_MAX_ROUNDS, or after PL_MAX_STALE_ROUNDS without a
+ * lower peak.  round_fn() may reorder c.
  */
+typedef uint32_t (*pl_round_fn)(struct pl_state *S, struct pl_cand *c, uint32_t n, uint64_t excess, void *ctx);
+int pl_rounds(struct pl_state *S, struct mp_plan *p, pl_round_fn round_fn, void *ctx, struct mp_error *err);
+
+/* The rounds superneurons and tf-swap share: swap the candidates that keep()
+ * accepts, in cmp order, until their bytes cover the excess. */
 int pl_swap_rounds(struct pl_state *S, struct mp_plan *p,
 		   bool (*keep)(const struct pl_state *S, const struct pl_cand *c),
 		   int (*cmp)(const void *, const void *), struct mp_error *err);

@@ -56,12 +56,60 @@ static bool recomputable(const struct pl_state *S, const uint8_t *fwd_writers, i
 	return w->phase == MP_PHASE_FWD && w->recomputable && fwd_writers[t] == 1;
 }
 
-int plan_tensile(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
+struct tensile_ctx {
+	const uint8_t *fwd_writers;
+	uint32_t n_swap, n_rc;
+};
+
+static uint32_t tensile_round(struct pl_state *S, struct pl_cand *c, uint32_t n, uint64_t excess, void *ctx)
 {
 	const struct mp_net *net = S->net;
 	const struct mp_device *dev = &S->req->device;
-	uint32_t n_swap = 0, n_rc = 0;
+	struct tensile_ctx *x = ctx;
+	struct pl_cand *f = mp_xmalloc((n + 1) * sizeof(*f));
+	uint32_t nf = 0, m;
+
+	/* Alg. 2: feasible swaps, largest first */
+	for (uint32_t k = 0; k < n; k++) {
+		uint64_t b = net->tensors[c[k].t].bytes;
+
+		if (c[k].gap_ms >= device_copy_ms(dev, b, false) + device_copy_ms(dev, b, true))
+			f[nf++] = c[k];
+	}
+	qsort(f, nf, sizeof(*f), by_bytes_desc);
+	m = pl_take_until(S, f, nf, excess);
+	x->n_swap += m;
+	if (!m) {
+		/* MSPS recomputation of what the peak holds */
+		nf = 0;
+		for (uint32_t k = 0; k < n; k++)
+			if (!c[k].cross && recomputable(S, x->fwd_writers, c[k].t))
+				f[nf++] = c[k];
+		msps_net = net;
+		qsort(f, nf, sizeof(*f), by_msps_desc);
+		for (uint32_t k = 0; k < nf && m == 0; k++) {
+			S->drop[f[k].t] = 1;
+			S->keep[f[k].t] = 0;
+			m = 1;
+		}
+		x->n_rc += m;
+	}
+	if (!m) {
+		/* last resort: swaps whose copies cannot hide, largest first */
+		qsort(c, n, sizeof(*c), by_bytes_desc);
+		m = pl_take_until(S, c, n, excess);
+		x->n_swap += m;
+	}
+	free(f);
+	return m;
+}
+
+int plan_tensile(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
+{
+	const struct mp_net *net = S->net;
 	uint8_t *fwd_writers = mp_xcalloc(net->n_tensors + 1, 1);
+	struct tensile_ctx x = { fwd_writers, 0, 0 };
+	int rc;
 
 	for (uint32_t o = 0; o < net->n_ops; o++)
 		if (net->ops[o].phase == MP_PHASE_FWD)
@@ -69,79 +117,11 @@ int plan_tensile(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 				if (fwd_writers[net->ops[o].out[k]] < 2)
 					fwd_writers[net->ops[o].out[k]]++;
 	S->prefetch = PL_PREFETCH_JIT;
-	if (pl_build(S, err) < 0) {
-		free(fwd_writers);
-		return -1;
-	}
-	uint64_t best = S->sim.peak_bytes;
-	uint32_t stale = 0;
-
-	while (S->sim.peak_bytes > S->req->budget_bytes && p->iterations < PL_MAX_ROUNDS) {
-		uint64_t excess = S->sim.peak_bytes - S->req->budget_bytes;
-		struct pl_cand *c, *f;
-		uint32_t n, nf = 0, m;
-
-		if (S->sim.peak_bytes < best) {
-			best = S->sim.peak_bytes;
-			stale = 0;
-		} else if (++stale > PL_MAX_STALE_ROUNDS) {
-			break;
-		}
-		/* a prefetch landing at the peak is moved after it first */
-		if (pl_delay_swapins(S)) {
-			p->iterations++;
-			if (pl_build(S, err) < 0) {
-				free(fwd_writers);
-				return -1;
-			}
-			continue;
-		}
-		n = pl_peak_candidates(S, &c);
-
-		/* Alg. 2: feasible swaps, largest first */
-		f = mp_xmalloc((n + 1) * sizeof(*f));
-		for (uint32_t k = 0; k < n; k++) {
-			uint64_t b = net->tensors[c[k].t].bytes;
-
-			if (c[k].gap_ms >= device_copy_ms(dev, b, false) + device_copy_ms(dev, b, true))
-				f[nf++] = c[k];
-		}
-		qsort(f, nf, sizeof(*f), by_bytes_desc);
-		m = pl_take_until(S, f, nf, excess);
-		n_swap += m;
-		if (!m) {
-			/* MSPS recomputation of what the peak holds */
-			nf = 0;
-			for (uint32_t k = 0; k < n; k++)
-				if (!c[k].cross && recomputable(S, fwd_writers, c[k].t))
-					f[nf++] = c[k];
-			msps_net = net;
-			qsort(f, nf, sizeof(*f), by_msps_desc);
-			for (uint32_t k = 0; k < nf && m == 0; k++) {
-				S->drop[f[k].t] = 1;
-				S->keep[f[k].t] = 0;
-				m = 1;
-			}
-			n_rc += m;
-		}
-		if (!m) {
-			/* last resort: swaps whose copies cannot hide, largest first */
-			qsort(c, n, sizeof(*c), by_bytes_desc);
-			m = pl_take_until(S, c, n, excess);
-			n_swap += m;
-		}
-		free(c);
-		free(f);
-		if (!m)
-			break;
-		p->iterations++;
-		if (pl_build(S, err) < 0) {
-			free(fwd_writers);
-			return -1;
-		}
-	}
+	rc = pl_build(S, err) < 0 ? -1 : pl_rounds(S, p, tensile_round, &x, err);
 	free(fwd_writers);
-	snprintf(p->note, sizeof(p->note), "%u swaps, %u recomputed tensors in %u rounds", n_swap, n_rc,
+	if (rc < 0)
+		return -1;
+	snprintf(p->note, sizeof(p->note), "%u swaps, %u recomputed tensors in %u rounds", x.n_swap, x.n_rc,
 		 p->iterations);
 	return 0;
 }
