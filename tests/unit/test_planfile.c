@@ -31,17 +31,6 @@ struct fix {
 	struct mp_plan p;
 };
 
-/* The figures plan_run derives from the simulation (the reader does too). */
-static void derive(const struct mp_plan_req *req, struct mp_plan *p)
-{
-	p->fits = p->sim.peak_bytes <= req->budget_bytes;
-	p->eor = p->baseline_ms > 0 ? p->sim.time_ms / p->baseline_ms : 1.0;
-	p->overhead = p->eor - 1.0;
-	p->msr = p->baseline_peak ? ((double)p->baseline_peak - (double)p->sim.peak_bytes) /
-				    (double)p->baseline_peak : 0;
-	p->cbr = p->eor > 0 ? p->msr / p->eor : 0;
-}
-
 static int fix_load(struct fix *f, const char *path, enum mp_strategy st)
 {
 	struct mp_error err;
@@ -71,9 +60,9 @@ static int fix_load(struct fix *f, const char *path, enum mp_strategy st)
 	f->p.baseline_ms = f->p.sim.time_ms * 0.8;
 	for (uint32_t t = 0; t < f->net->n_tensors; t++)
 		f->p.baseline_peak += f->net->tensors[t].bytes;
-	derive(&f->req, &f->p);
 	snprintf(f->p.note, sizeof(f->p.note), "test plan");
 	plan_assign_arena(f->net, &f->p);
+	plan_metrics(&f->p, f->req.budget_bytes);
 	return 0;
 }
 
@@ -390,8 +379,8 @@ static void tiny_with_algos(struct fix *f)
 	f->req.ws_mode = MP_WS_WR;
 	f->req.ws_limit_bytes = 8u << 20;
 	f->req.popts.checkpoints |= 1u << MP_L_POOL;
-	derive(&f->req, &f->p);
 	plan_assign_arena(f->net, &f->p);
+	plan_metrics(&f->p, f->req.budget_bytes);
 }
 
 static void test_round_trip(void)
