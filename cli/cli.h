@@ -49,6 +49,17 @@ int cli_parse_format(const char *s, int allow_csv);
 
 /* output.c */
 void out_json(FILE *f, json_t *root);          /* dumps and decrefs root */
+/* A memplan-net/1 file as memplan writes nets (gen, profile): the top-level
+ * keys one per line in the object's order, then "layers", "tensors" and
+ * "ops" one element per line, so that diffs of written nets stay readable;
+ * reals with real_digits significant digits.  0, or -1 (a value jansson
+ * cannot encode, or a write error). */
+int out_net_json(FILE *f, const json_t *root, int real_digits);
+/* The same into path, through a temporary file beside it and a rename: path
+ * holds what it held before or the whole net, never part of one.  Returns
+ * EXIT_OK, or after printing "memplan: <what>: cannot write 'path': why" the
+ * exit status (2; 4 when writing fails midway), leaving nothing behind. */
+int out_net_file(const char *path, const json_t *root, int real_digits, const char *what);
 /* Per-step curves of the strategies in show (bit per strategy) as SVG into f
  * (opened by the caller before any output, so a bad path prints nothing);
  * closes f.  path names it in errors. */

@@ -71,43 +71,6 @@ static int parse_image(const char *s, uint32_t *h, uint32_t *w)
 	return 0;
 }
 
-/*
- * The net as compact JSON: the top-level keys one per line, then one layer
- * per line.  Reals with 6 significant digits (times are estimates).
- */
-static int write_net(FILE *f, json_t *root)
-{
-	static const char *const keys[] = { "format", "name", "description", "generator", "dtype",
-		"optimizer", "device", "time_source", NULL };
-	const size_t flags = JSON_PRESERVE_ORDER | JSON_ENCODE_ANY | JSON_REAL_PRECISION(6);
-	json_t *layers = json_object_get(root, "layers");
-	const char *sep = "{";
-
-	for (unsigned i = 0; keys[i]; i++) {
-		json_t *v = json_object_get(root, keys[i]);
-		char *s;
-
-		if (!v)
-			continue;
-		if (!(s = json_dumps(v, flags)))
-			return -1;
-		fprintf(f, "%s\"%s\": %s", sep, keys[i], s);
-		free(s);
-		sep = ",\n ";
-	}
-	fprintf(f, "%s\"layers\": [\n", sep);
-	for (size_t i = 0; i < json_array_size(layers); i++) {
-		char *s = json_dumps(json_array_get(layers, i), flags);
-
-		if (!s)
-			return -1;
-		fprintf(f, "  %s%s\n", s, i + 1 < json_array_size(layers) ? "," : "");
-		free(s);
-	}
-	fputs(" ]}\n", f);
-	return 0;
-}
-
 int cmd_gen(int argc, char **argv)
 {
 	enum { O_BATCH = 256, O_DEPTH, O_IMAGE, O_SEQ, O_HIDDEN, O_HEADS, O_DTYPE, O_OPT, O_DEVICE };
@@ -133,7 +96,6 @@ int cmd_gen(int argc, char **argv)
 	const char *out_path = NULL, *model;
 	unsigned given = 0, preset = 0;
 	json_t *root, *gen;
-	FILE *f;
 	int c, rc;
 
 	zoo_opts_init(&zo);
@@ -229,21 +191,14 @@ int cmd_gen(int argc, char **argv)
 			(long long)json_integer_value(json_object_get(gen, "depth")),
 			(long long)json_integer_value(json_object_get(gen, "effective_depth")),
 			(long long)json_integer_value(json_array_get(json_object_get(gen, "stages"), 2)));
-	if (out_path) {
-		if (!(f = fopen(out_path, "w"))) {
-			json_decref(root);
-			return cli_error(EXIT_BAD_INPUT, "gen: cannot write '%s': %s", out_path, strerror(errno));
-		}
-	} else {
-		f = stdout;
-	}
-	rc = write_net(f, root);
+	/* one layer per line so that diffs of generated files stay readable;
+	 * reals to 6 digits (times are estimates) */
+	if (out_path)
+		rc = out_net_file(out_path, root, 6, "gen");
+	else if (out_net_json(stdout, root, 6) < 0 || fflush(stdout) != 0)
+		rc = cli_error(EXIT_INTERNAL, "gen: writing stdout failed");
+	else
+		rc = EXIT_OK;
 	json_decref(root);
-	if (ferror(f))
-		rc = -1;
-	if ((out_path ? fclose(f) : fflush(f)) != 0)
-		rc = -1;
-	if (rc < 0)
-		return cli_error(EXIT_INTERNAL, "gen: writing '%s' failed", out_path ? out_path : "stdout");
-	return EXIT_OK;
+	return rc;
 }

@@ -1,12 +1,17 @@
 /*
  * Output writers shared by subcommands: JSON (via jansson, so it is always
- * valid), the phase label of a step, and the SVG chart of per-step memory
- * (SuperNeurons Fig. 10: bytes per step per strategy, live tensors on a
- * second axis, forward/backward boundary, l_peak).
+ * valid), net files one layer per line (gen, profile), the phase label of a
+ * step, and the SVG chart of per-step memory (SuperNeurons Fig. 10: bytes per
+ * step per strategy, live tensors on a second axis, forward/backward
+ * boundary, l_peak).
  */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -15,6 +20,119 @@ void out_json(FILE *f, json_t *root)
 	json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
 	fputc('\n', f);
 	json_decref(root);
+}
+
+static int is_list(const char *key)
+{
+	return !strcmp(key, "layers") || !strcmp(key, "tensors") || !strcmp(key, "ops");
+}
+
+int out_net_json(FILE *f, const json_t *root, int real_digits)
+{
+	static const char *const lists[] = { "layers", "tensors", "ops" };
+	const size_t flags = JSON_PRESERVE_ORDER | JSON_ENCODE_ANY | JSON_REAL_PRECISION(real_digits);
+	const char *sep = "{", *key;
+	json_t *v;
+
+	json_object_foreach((json_t *)root, key, v) {
+		char *s;
+
+		if (is_list(key))
+			continue;
+		if (!(s = json_dumps(v, flags)))
+			return -1;
+		fprintf(f, "%s\"%s\": %s", sep, key, s);
+		free(s);
+		sep = ",\n ";
+	}
+	for (unsigned k = 0; k < 3; k++) {
+		json_t *list = json_object_get(root, lists[k]);
+
+		if (!list)
+			continue;
+		fprintf(f, "%s\"%s\": [\n", sep, lists[k]);
+		for (size_t i = 0; i < json_array_size(list); i++) {
+			char *s = json_dumps(json_array_get(list, i), flags);
+
+			if (!s)
+				return -1;
+			fprintf(f, "  %s%s\n", s, i + 1 < json_array_size(list) ? "," : "");
+			free(s);
+		}
+		fputs(" ]", f);
+		sep = ",\n ";
+	}
+	fputs("}\n", f);
+	return ferror(f) ? -1 : 0;
+}
+
+/* Write the net into f and close it; fsync a regular file so that the
+ * rename after it publishes whole contents.  EXIT_OK or the status printed. */
+static int net_to_stream(FILE *f, const json_t *root, int real_digits, bool sync, const char *path,
+			 const char *what)
+{
+	int bad;
+
+	errno = 0;
+	bad = out_net_json(f, root, real_digits) < 0 || fflush(f) != 0 || (sync && fsync(fileno(f)) < 0);
+	if (fclose(f) != 0)
+		bad = 1;
+	if (bad)
+		return cli_error(EXIT_INTERNAL, "%s: writing '%s' failed: %s", what, path,
+				 errno ? strerror(errno) : "a value cannot be encoded");
+	return EXIT_OK;
+}
+
+int out_net_file(const char *path, const json_t *root, int real_digits, const char *what)
+{
+	char *real = NULL, *tmp;
+	const char *target = path;
+	struct stat st;
+	mode_t mask;
+	FILE *f;
+	size_t n;
+	int fd, rc;
+
+	/* through a link: replace the file it names, not the link */
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && (real = realpath(path, NULL)))
+		target = real;
+	/* a device or a pipe (/dev/stdout) cannot be renamed over: write into it */
+	if (stat(target, &st) == 0 && !S_ISREG(st.st_mode)) {
+		if (!(f = fopen(target, "w")))
+			rc = cli_error(EXIT_BAD_INPUT, "%s: cannot write '%s': %s", what, path, strerror(errno));
+		else
+			rc = net_to_stream(f, root, real_digits, false, path, what);
+		free(real);
+		return rc;
+	}
+	n = strlen(target) + 8;
+	tmp = mp_xmalloc(n);
+	snprintf(tmp, n, "%s.XXXXXX", target);
+	mask = umask(0);
+	umask(mask);
+	if ((fd = mkstemp(tmp)) < 0) {
+		rc = cli_error(EXIT_BAD_INPUT, "%s: cannot write '%s': %s", what, path, strerror(errno));
+		goto out;
+	}
+	/* mkstemp makes it 0600: give it the mode a new file would have */
+	if (fchmod(fd, 0666 & ~mask) < 0 || !(f = fdopen(fd, "w"))) {
+		rc = cli_error(EXIT_BAD_INPUT, "%s: cannot write '%s': %s", what, path, strerror(errno));
+		close(fd);
+		unlink(tmp);
+		goto out;
+	}
+	if ((rc = net_to_stream(f, root, real_digits, true, path, what)) != EXIT_OK) {
+		unlink(tmp);
+		goto out;
+	}
+	if (rename(tmp, target) < 0) {
+		rc = cli_error(EXIT_BAD_INPUT, "%s: cannot write '%s': %s", what, path, strerror(errno));
+		unlink(tmp);
+	}
+out:
+	free(tmp);
+	free(real);
+	return rc;
 }
 
 const char *out_step_phase(const struct mp_net *net, const struct mp_analysis *a, uint32_t step)

@@ -24,4 +24,13 @@ expect_run "gen custom device" 0 -- memplan gen mobilenet-v2 --batch 4 --image 1
 expect_run "analyze custom device" 0 --stdout-grep '^device: mygpu, link 6.0 GB/s' -- memplan analyze "$TMP/mb.json"
 expect_run "gen seq2seq" 0 -- memplan gen seq2seq --seq 8 --depth 1 --hidden 64 --batch 2 -o "$TMP/s2s.json"
 expect_run "analyze seq2seq" 0 --stdout-grep '^recompute ' -- memplan analyze "$TMP/s2s.json"
+# -o writes a whole file or nothing (a temporary file beside it, renamed):
+# over an old file, through a link (the link stays), into a pipe
+memplan gen vgg16 --batch 2 >"$TMP/vgg2.json"
+echo old >"$TMP/old.json"
+expect_run "gen -o replaces a file" 0 -- sh -c "'$MEMPLAN' gen vgg16 --batch 2 -o '$TMP/old.json' && cmp -s '$TMP/old.json' '$TMP/vgg2.json'"
+echo old >"$TMP/target.json"; ln -s target.json "$TMP/link.json"
+expect_run "gen -o through a link" 0 -- sh -c "'$MEMPLAN' gen vgg16 --batch 2 -o '$TMP/link.json' && test -L '$TMP/link.json' && cmp -s '$TMP/target.json' '$TMP/vgg2.json'"
+expect_run "gen -o into a pipe" 0 -- sh -c "'$MEMPLAN' gen vgg16 --batch 2 -o /dev/stdout | cmp -s - '$TMP/vgg2.json'"
+expect_run "gen -o leaves no temporary file" 1 -- sh -c "ls '$TMP' | grep '\\.json\\.'"
 done_testing

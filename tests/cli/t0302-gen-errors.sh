@@ -28,4 +28,8 @@ expect_run "gen device" 2 --stderr "memplan: gen: --device: unknown device 'gtx-
 expect_run "gen device file" 2 --stderr-grep "^memplan: gen: --device: $TMP/none.json: " -- memplan gen vgg16 --device "$TMP/none.json"
 expect_run "gen output dir" 2 --stderr "memplan: gen: cannot write '$TMP/no/such/x.json': No such file or directory" -- memplan gen vgg16 -o "$TMP/no/such/x.json"
 if [ -e "$TMP/no" ]; then not_ok "gen output dir created something"; else ok; fi
+mkdir "$TMP/dir"
+expect_run "gen output is a directory" 2 --stderr "memplan: gen: cannot write '$TMP/dir': Is a directory" -- memplan gen vgg16 -o "$TMP/dir"
+expect_run "gen output is a directory: nothing left" 0 -- sh -c "test -z \"\$(ls -A '$TMP/dir')\" && test -z \"\$(ls '$TMP' | grep '^dir\\.')\""
+expect_run "gen output device full" 4 --stderr "memplan: gen: writing '/dev/full' failed: No space left on device" -- memplan gen vgg16 --batch 2 -o /dev/full
 done_testing
