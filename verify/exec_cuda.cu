@@ -1888,3 +1888,20 @@ int exec_cuda_runtime_version(void)
 {
 	return CUDART_VERSION;
 }
+
+/* ---- memplan profile: PLACEHOLDER (verify/profile.h) ----
+ * Stands in for the cuDNN/cuBLAS measurement until it is written, so that a
+ * MEMPLAN_CUDA build links: opens no device, measures nothing, fails. */
+extern "C" {
+#include "profile.h"
+}
+
+int exec_cuda_profile(const struct mp_net *net, const struct mp_prof_opts *o, struct mp_profile *out,
+		      struct mp_error *err)
+{
+	(void)net;
+	(void)o;
+	profile_init(out);
+	mp_error_set(err, "CUDA measurement is not built yet");
+	return -1;
+}
