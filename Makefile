@@ -49,7 +49,7 @@ ANALYSIS := analysis/util.c analysis/jget.c analysis/device.c analysis/net.c \
 	    analysis/analyze.c analysis/zoo.c
 PLAN     := plan/ucudnn.c plan/arena.c plan/trace.c plan/planfile.c plan/engine.c plan/planner.c plan/superneurons.c plan/tfswap.c plan/tensile.c plan/convconf.c plan/capacity.c
 VERIFY   := verify/common.c verify/exec_host.c verify/pool.c verify/report.c verify/probe.c verify/profile.c
-CLI      := cli/main.c cli/common.c cli/output.c cli/cmd_check.c cli/cmd_analyze.c cli/cmd_plan.c cli/cmd_capacity.c cli/cmd_gen.c cli/cmd_devices.c cli/cmd_verify.c
+CLI      := cli/main.c cli/common.c cli/output.c cli/cmd_check.c cli/cmd_analyze.c cli/cmd_plan.c cli/cmd_capacity.c cli/cmd_gen.c cli/cmd_devices.c cli/cmd_verify.c cli/cmd_profile.c
 LIB_OBJ  := $(ANALYSIS:%.c=$(BUILD)/%.o) $(PLAN:%.c=$(BUILD)/%.o) $(VERIFY:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI:%.c=$(BUILD)/%.o)
 UNIT     := $(wildcard tests/unit/test_*.c)
@@ -70,10 +70,11 @@ $(BUILD)/%.o: %.c $(wildcard analysis/*.h plan/*.h verify/*.h cli/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CFLAGS) $(SANFLAGS) $(DEFS) -c -o $@ $<
 
-# Only these two see MEMPLAN_CUDA; cuda.flag changes when the choice does,
+# Only these see MEMPLAN_CUDA; cuda.flag changes when the choice does,
 # so switching NVCC rebuilds them.
-$(BUILD)/cli/cmd_verify.o $(BUILD)/verify/probe.o: DEFS := $(CUDA_DEFS)
-$(BUILD)/cli/cmd_verify.o $(BUILD)/verify/probe.o: $(BUILD)/cuda.flag
+CUDA_USERS := $(BUILD)/cli/cmd_verify.o $(BUILD)/cli/cmd_profile.o $(BUILD)/verify/probe.o
+$(CUDA_USERS): DEFS := $(CUDA_DEFS)
+$(CUDA_USERS): $(BUILD)/cuda.flag
 $(BUILD)/cuda.flag: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(CUDA_DEFS)' | cmp -s - $@ || echo '$(CUDA_DEFS)' > $@

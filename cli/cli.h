@@ -22,6 +22,7 @@ int cmd_capacity(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 
 /* "memplan: <fmt>" on stderr; returns EXIT_BAD_INPUT for `return die_usage(..)`. */
 int cli_error(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -42,6 +43,9 @@ int cli_parse_checkpoints(const char *arg, uint32_t *mask);
 /* The reply to an unknown option or a missing argument: the message, the
  * usage on stderr; returns EXIT_BAD_INPUT. */
 int cli_bad_option(const char *cmd, char **argv, const char *usage);
+
+/* A run count (--iters, --warmup) from lo to 100000; -1 after printing. */
+int cli_parse_count(const char *name, const char *s, uint32_t lo, uint32_t *out);
 
 enum cli_format { FMT_TABLE, FMT_CSV, FMT_JSON };
 /* Parse --format; -1 (after printing) on a bad value.  allow_csv for csv. */

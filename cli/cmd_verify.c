@@ -23,21 +23,6 @@ static const char usage_text[] =
 	"                      [--tolerance-peak PCT] [--tolerance-time PCT] [--report FILE]\n"
 	"       memplan verify --probe\n";
 
-static int parse_count(const char *name, const char *s, uint32_t lo, uint32_t *out)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (!*s || *end || errno || s[0] == '-' || v < lo || v > 100000) {
-		cli_error(EXIT_BAD_INPUT, "%s: expected a whole number from %u to 100000, got '%s'", name, lo, s);
-		return -1;
-	}
-	*out = (uint32_t)v;
-	return 0;
-}
-
 /* A number > 0 (time scale) or >= 0 with an optional % (tolerances). */
 static int parse_real(const char *name, const char *s, int percent, double max, double *out)
 {
@@ -233,11 +218,11 @@ int cmd_verify(int argc, char **argv)
 				return cli_error(EXIT_BAD_INPUT, "--device: unknown backend '%s' (host or cuda)", optarg);
 			break;
 		case 'n':
-			if (parse_count("--iters", optarg, 1, &eo.iters) < 0)
+			if (cli_parse_count("--iters", optarg, 1, &eo.iters) < 0)
 				return EXIT_BAD_INPUT;
 			break;
 		case 'w':
-			if (parse_count("--warmup", optarg, 0, &eo.warmup) < 0)
+			if (cli_parse_count("--warmup", optarg, 0, &eo.warmup) < 0)
 				return EXIT_BAD_INPUT;
 			break;
 		case 'a': {

@@ -1,6 +1,7 @@
 /*
  * Helpers every subcommand shares: error printing and net loading.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -103,4 +104,19 @@ int cli_bad_option(const char *cmd, char **argv, const char *usage)
 	cli_error(EXIT_BAD_INPUT, "%s: unknown or incomplete option '%s'", cmd, argv[optind - 1]);
 	fputs(usage, stderr);
 	return EXIT_BAD_INPUT;
+}
+
+int cli_parse_count(const char *name, const char *s, uint32_t lo, uint32_t *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (!*s || *end || errno || s[0] == '-' || v < lo || v > 100000) {
+		cli_error(EXIT_BAD_INPUT, "%s: expected a whole number from %u to 100000, got '%s'", name, lo, s);
+		return -1;
+	}
+	*out = (uint32_t)v;
+	return 0;
 }

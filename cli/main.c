@@ -23,6 +23,7 @@ static const struct command {
 	{ "gen", cmd_gen, "write a published network (model zoo) as a net file" },
 	{ "devices", cmd_devices, "list the built-in GPU catalog" },
 	{ "verify", cmd_verify, "run a plan, check its data, measured vs predicted" },
+	{ "profile", cmd_profile, "measure layer and conv algorithm times on this GPU" },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,207 @@
+/*
+ * memplan profile NET.json -o FILE [--batches pow2|all|full] [--iters N]
+ *   [--warmup N]
+ * Measure what plans are built on, on this GPU: each layer's forward and
+ * backward with its real kernel (cuDNN/cuBLAS), and every convolution
+ * algorithm per phase at micro-batch sizes (mu-cuDNN 3.4); write the net
+ * again with those times and "time_source": "measured:<GPU>"
+ * (memplan-profile(1)).  The measurement is exec_cuda_profile; the rest is
+ * verify/profile.c.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "../verify/exec.h"
+#include "../verify/profile.h"
+
+static const char usage_text[] =
+	"usage: memplan profile NET.json -o FILE [--batches pow2|all|full] [--iters N] [--warmup N]\n";
+
+/* Refuse an output that cannot be written before minutes of measuring:
+ * a directory, or a path whose directory is missing or not writable. */
+static int check_output(const char *path)
+{
+	char *copy = mp_xstrdup(path);
+	struct stat st;
+	int rc = 0;
+
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		errno = EISDIR;
+		rc = -1;
+	} else if (access(dirname(copy), W_OK | X_OK) < 0) {
+		rc = -1;
+	}
+	if (rc < 0)
+		cli_error(EXIT_BAD_INPUT, "profile: cannot write '%s': %s", path, strerror(errno));
+	free(copy);
+	return rc;
+}
+
+/* The measurement, where this memplan has the CUDA backend. */
+static int measure(const struct mp_net *net, const struct mp_prof_opts *o, struct mp_profile *m,
+		   struct mp_error *err)
+{
+#ifdef MEMPLAN_CUDA
+	return exec_cuda_profile(net, o, m, err);
+#else
+	(void)net;
+	(void)o;
+	profile_init(m);
+	mp_error_set(err, "this memplan was built without the CUDA backend");
+	return EXEC_NO_DEVICE;
+#endif
+}
+
+/* "3 layers kept their modelled times: why ('a', 'b'); why ('c')": the
+ * reasons in the order they first appear, a few names each. */
+static void print_kept(const struct mp_net *net, const char **why, uint32_t n_kept)
+{
+	enum { MAX_REASONS = 4, MAX_NAMES = 3 };
+	uint32_t shown = 0, reasons = 0;
+	bool *done = mp_xcalloc(net->n_layers + 1, sizeof(*done));
+
+	printf("kept      %u %s modelled times:", n_kept, n_kept == 1 ? "layer kept its" : "layers kept their");
+	for (uint32_t i = 0; i < net->n_layers && reasons < MAX_REASONS; i++) {
+		uint32_t names = 0, more = 0;
+
+		if (!why[i] || done[i])
+			continue;
+		printf("%s %s (", reasons ? ";" : "", why[i]);
+		for (uint32_t j = i; j < net->n_layers; j++) {
+			if (!why[j] || done[j] || strcmp(why[j], why[i]))
+				continue;
+			done[j] = true;
+			shown++;
+			if (names < MAX_NAMES)
+				printf("%s'%s'", names++ ? ", " : "", net->layers[j].name);
+			else
+				more++;
+		}
+		if (more)
+			printf(" and %u more", more);
+		printf(")");
+		reasons++;
+	}
+	if (shown < n_kept)
+		printf("; %u more for other reasons", n_kept - shown);
+	printf("\n");
+	free(done);
+}
+
+static void print_summary(const char *out_path, const struct mp_net *net, const struct mp_profile *m,
+			  const char **why, uint32_t n_kept)
+{
+	uint32_t convs = 0, algos = 0;
+
+	for (uint32_t i = 0; i < m->n_layers; i++)
+		if (m->layers[i].measured && m->layers[i].n_algos) {
+			convs++;
+			algos += m->layers[i].n_algos;
+		}
+	printf("device    %s: %u warm-up and %u measured runs of each kernel, median\n", m->device, m->warmup,
+	       m->iters);
+	printf("measured  %u of %u layers: forward and backward (cuDNN/cuBLAS); %u algorithm timings of %u "
+	       "convolution%s at micro-batches %s\n",
+	       net->n_layers - n_kept, net->n_layers, algos, convs, convs == 1 ? "" : "s",
+	       prof_batches_name(m->batches));
+	if (n_kept)
+		print_kept(net, why, n_kept);
+	printf("wrote     %s: time_source \"measured:%s\"\n", out_path, m->device);
+}
+
+int cmd_profile(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "batches", required_argument, NULL, 'b' },
+		{ "iters", required_argument, NULL, 'n' },
+		{ "warmup", required_argument, NULL, 'w' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct mp_prof_opts o;
+	struct mp_profile m;
+	struct mp_cuda_probe pr;
+	struct mp_error err = { "" };
+	struct mp_net *net;
+	const char *out_path = NULL, *path, **why = NULL;
+	json_t *root = NULL, *out = NULL;
+	uint32_t n_kept = 0;
+	int c, b, rc;
+
+	prof_opts_default(&o);
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out_path = optarg;
+			break;
+		case 'b':
+			if ((b = prof_batches_parse(optarg)) < 0)
+				return cli_error(EXIT_BAD_INPUT, "--batches: unknown policy '%s' (pow2, all or full)", optarg);
+			o.batches = (enum mp_prof_batches)b;
+			break;
+		case 'n':
+			if (cli_parse_count("--iters", optarg, 1, &o.iters) < 0)
+				return EXIT_BAD_INPUT;
+			break;
+		case 'w':
+			if (cli_parse_count("--warmup", optarg, 0, &o.warmup) < 0)
+				return EXIT_BAD_INPUT;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return EXIT_OK;
+		default:
+			return cli_bad_option("profile", argv, usage_text);
+		}
+	}
+	if (argc - optind != 1) {
+		fputs(usage_text, stderr);
+		return EXIT_BAD_INPUT;
+	}
+	path = argv[optind];
+	if (!out_path)
+		return cli_error(EXIT_BAD_INPUT, "profile: -o FILE is required (where the measured net is written)");
+	if (check_output(out_path) < 0)
+		return EXIT_BAD_INPUT;
+	if (!(net = cli_load_net_json(path, &root)))
+		return EXIT_BAD_INPUT;
+	profile_init(&m);
+	if (exec_cuda_probe(&pr, &err) < 0) {
+		rc = cli_error(EXIT_NO_GPU, "profile: no CUDA device: %s", err.msg);
+		goto out;
+	}
+	rc = measure(net, &o, &m, &err);
+	if (rc == EXEC_NO_DEVICE) {
+		rc = cli_error(EXIT_NO_GPU, "profile: %s", err.msg);
+		goto out;
+	}
+	if (rc < 0) {
+		rc = cli_error(EXIT_INTERNAL, "profile: %s", err.msg);
+		goto out;
+	}
+	why = mp_xcalloc(net->n_layers + 1, sizeof(*why));
+	if (!(out = profile_apply(root, net, &m, why, &n_kept, &err))) {
+		rc = cli_error(EXIT_INTERNAL, "profile: the measurement does not fit '%s': %s", path, err.msg);
+		goto out;
+	}
+	/* 9 significant digits: the measured medians, and the file's kept times
+	 * as written (gen writes 6) */
+	if ((rc = out_net_file(out_path, out, 9, "profile")) == EXIT_OK)
+		print_summary(out_path, net, &m, why, n_kept);
+out:
+	json_decref(out);
+	free(why);
+	profile_release(&m);
+	net_free(net);
+	json_decref(root);
+	return rc;
+}
