@@ -44,21 +44,16 @@ int plan_conv_configs(const struct mp_net *net, const struct mp_plan_req *req, i
 	 * pointers stay valid) */
 	for (uint32_t o = 0; o < net->n_ops; o++) {
 		const struct mp_op *op = &net->ops[o];
-		uint32_t B = op->batch ? op->batch : 1, n = 0;
+		uint32_t B = op->batch ? op->batch : 1, n = 0, *pow2;
 
 		if (!op->n_algos)
 			continue;
 		size_at[n_k] = n_sizes_all;
-		for (uint32_t b = 1; b < B; b *= 2) {
-			mp_grow((void **)&sizes, &cap_sizes, n_sizes_all + 1, sizeof(*sizes));
-			sizes[n_sizes_all++] = b;
-			n++;
-			if (b > UINT32_MAX / 2)
-				break;
-		}
-		mp_grow((void **)&sizes, &cap_sizes, n_sizes_all + 1, sizeof(*sizes));
-		sizes[n_sizes_all++] = B;
-		n++;
+		pow2 = ucudnn_sizes(B, UCUDNN_POW2, &n);
+		mp_grow((void **)&sizes, &cap_sizes, n_sizes_all + n, sizeof(*sizes));
+		memcpy(sizes + n_sizes_all, pow2, n * sizeof(*sizes));
+		n_sizes_all += n;
+		free(pow2);
 		cx[n_k].net = net;
 		cx[n_k].op = (int32_t)o;
 		cx[n_k].map = mp_xmalloc((op->n_algos + 1) * sizeof(int32_t));

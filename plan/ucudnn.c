@@ -150,6 +150,34 @@ static void no_fit(const struct ucudnn_kernel *k, uint64_t ws_limit,
 			     k->batch, mp_fmt_bytes(ws_limit, buf, sizeof(buf)));
 }
 
+/* 3.4: "all" b in {1, ..., B}; "powerOfTwo" b in {2^0, 2^1, ..., B};
+ * "undivided" b = B. */
+uint32_t *ucudnn_sizes(uint32_t batch, enum ucudnn_policy policy, uint32_t *n)
+{
+	uint32_t *b, k = 0;
+
+	MP_ASSERT(batch >= 1);
+	switch (policy) {
+	case UCUDNN_ALL:
+		b = mp_xmalloc((size_t)batch * sizeof(*b));
+		for (uint32_t s = 1; s <= batch && s != 0; s++)
+			b[k++] = s;
+		break;
+	case UCUDNN_POW2:
+		b = mp_xmalloc(33 * sizeof(*b));
+		for (uint64_t s = 1; s < batch; s *= 2)
+			b[k++] = (uint32_t)s;
+		b[k++] = batch;
+		break;
+	default:
+		b = mp_xmalloc(sizeof(*b));
+		b[k++] = batch;
+		break;
+	}
+	*n = k;
+	return b;
+}
+
 void ucudnn_config_release(struct ucudnn_config *c)
 {
 	if (!c)

@@ -31,6 +31,18 @@
 
 #include "../analysis/util.h"
 
+/* mu-cuDNN 3.4's batch size policies: the micro-batch sizes benchmarked in
+ * step 1 of WR (all, powerOfTwo, undivided). */
+enum ucudnn_policy { UCUDNN_POW2, UCUDNN_ALL, UCUDNN_UNDIVIDED };
+
+/*
+ * The sizes of a policy for a mini-batch of batch >= 1 samples, ascending and
+ * distinct: UCUDNN_POW2 1, 2, 4, ... below batch, then batch itself
+ * (O(log B) sizes); UCUDNN_ALL 1 to batch (O(B)); UCUDNN_UNDIVIDED batch
+ * alone.  Returns a new array of *n sizes (the caller frees it).
+ */
+uint32_t *ucudnn_sizes(uint32_t batch, enum ucudnn_policy policy, uint32_t *n);
+
 /*
  * Performance of one convolution kernel (one op, one phase) for micro-batch
  * size b with algorithm algo (< n_algos): return 0 and fill *ms (finite,

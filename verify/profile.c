@@ -35,32 +35,9 @@ void prof_opts_default(struct mp_prof_opts *o)
 	o->warmup = 3;
 }
 
-/* mu-cuDNN 3.4: "all" b in {1, ..., B}; "powerOfTwo" b in {2^0, 2^1, ..., B};
- * "undivided" b = B. */
 uint32_t *prof_batches(uint32_t batch, enum mp_prof_batches mode, uint32_t *n)
 {
-	uint32_t *b, k = 0;
-
-	MP_ASSERT(batch >= 1);
-	switch (mode) {
-	case PROF_BATCH_ALL:
-		b = mp_xmalloc((size_t)batch * sizeof(*b));
-		for (uint32_t s = 1; s <= batch && s != 0; s++)
-			b[k++] = s;
-		break;
-	case PROF_BATCH_POW2:
-		b = mp_xmalloc(33 * sizeof(*b));
-		for (uint64_t s = 1; s < batch; s *= 2)
-			b[k++] = (uint32_t)s;
-		b[k++] = batch;
-		break;
-	default:
-		b = mp_xmalloc(sizeof(*b));
-		b[k++] = batch;
-		break;
-	}
-	*n = k;
-	return b;
+	return ucudnn_sizes(batch, (enum ucudnn_policy)mode, n);
 }
 
 void profile_init(struct mp_profile *m)

@@ -19,10 +19,13 @@
 #include <stdint.h>
 
 #include "../analysis/net.h"
+#include "../plan/ucudnn.h"
 
 /* Which micro-batch sizes a convolution's algorithms are measured at: the
  * batch size policies of mu-cuDNN 3.4 (powerOfTwo, all, undivided). */
-enum mp_prof_batches { PROF_BATCH_POW2, PROF_BATCH_ALL, PROF_BATCH_FULL };
+enum mp_prof_batches {
+	PROF_BATCH_POW2 = UCUDNN_POW2, PROF_BATCH_ALL = UCUDNN_ALL, PROF_BATCH_FULL = UCUDNN_UNDIVIDED
+};
 const char *prof_batches_name(enum mp_prof_batches b); /* "pow2", "all", "full" */
 int prof_batches_parse(const char *s);                 /* -1 when unknown */
 
@@ -36,9 +39,10 @@ void prof_opts_default(struct mp_prof_opts *o); /* pow2, 10 runs, 3 warm-up */
 /*
  * The micro-batch sizes to measure a layer of batch samples at, ascending
  * and distinct (mu-cuDNN 3.4, step 1 of WR): PROF_BATCH_POW2 1, 2, 4, ...
- * below batch, then batch itself (O(log B) sizes); PROF_BATCH_ALL 1 to batch
- * (O(B)); PROF_BATCH_FULL batch alone.  batch >= 1.  Returns a new array of
- * *n sizes (the caller frees it).
+ * below batch, then batch itself (O(log B) sizes: the sizes memplan plan
+ * --workspace wr|wd searches, so pow2 measures all it asks for);
+ * PROF_BATCH_ALL 1 to batch (O(B)); PROF_BATCH_FULL batch alone.  batch >= 1.
+ * Returns a new array of *n sizes (the caller frees it): ucudnn_sizes.
  */
 uint32_t *prof_batches(uint32_t batch, enum mp_prof_batches mode, uint32_t *n);
 
