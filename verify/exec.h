@@ -230,6 +230,10 @@ int exec_cuda_runtime_version(void);
 int exec_check_shape(const struct mp_net *net, const struct mp_schedule *s, uint32_t *bad,
 		     struct mp_error *err);
 
+/* The capacity of an MP_EXEC_POOL pool in bytes, whole 1 KiB blocks:
+ * o->pool_bytes, or (0) the larger of the budget and the plan's arena. */
+uint64_t exec_pool_bytes(const struct mp_plan_req *req, const struct mp_plan *p, const struct mp_exec_opts *o);
+
 /* What exec_cuda_probe finds. */
 struct mp_cuda_probe {
 	int devices;              /* CUDA devices the driver reports */
