@@ -372,6 +372,7 @@ struct cx {
 	uint64_t arena_bytes;
 	struct mp_pool pool;       /* pool: the first-fit heap over the arena */
 	cudaMemPool_t mpool;       /* async: the memory pool allocations come from */
+	uint64_t async_floor[2];   /* async: reserved and used at the high-water reset */
 	ull *slots;                /* [n_slots] device */
 	ull *tim;                  /* [3 n] device: stamp, work, overrun per compute */
 	uint32_t n_slots, slot_next;
@@ -1645,20 +1646,44 @@ static int async_pool_create(struct cx *X)
 		  "cudaMemPoolSetAttribute (release threshold)");
 }
 
-/* async, after the warm-up: the pool's reserved and used high-water marks
- * start again from what it holds now (0 is the only value they may be set
- * to, and resets them), once the warm-up's frees have run. */
+/* The memory pool's reserved and used memory: high-water marks, current. */
+static const enum cudaMemPoolAttr async_high_attr[2] = { cudaMemPoolAttrReservedMemHigh, cudaMemPoolAttrUsedMemHigh };
+static const enum cudaMemPoolAttr async_cur_attr[2] = { cudaMemPoolAttrReservedMemCurrent, cudaMemPoolAttrUsedMemCurrent };
+static const char *const async_attr_name[2] = { "reserved", "used" };
+
+/* async, after the warm-up, once its frees have run: the memory pool's
+ * high-water marks start again (0 is the only value they may be set to; it
+ * resets them), and what it holds now is their floor (async_read_high). */
 static int async_reset_high(struct cx *X)
 {
-	uint64_t zero = 0;  /* cuuint64_t */
-
-	if (CU(X, cudaStreamSynchronize(X->cs), "cudaStreamSynchronize (after the warm-up)") < 0 ||
-	    CU(X, cudaMemPoolSetAttribute(X->mpool, cudaMemPoolAttrReservedMemHigh, &zero),
-	       "cudaMemPoolSetAttribute (reserved high-water)") < 0)
+	if (CU(X, cudaStreamSynchronize(X->cs), "cudaStreamSynchronize (after the warm-up)") < 0)
 		return -1;
-	zero = 0;
-	return CU(X, cudaMemPoolSetAttribute(X->mpool, cudaMemPoolAttrUsedMemHigh, &zero),
-		  "cudaMemPoolSetAttribute (used high-water)");
+	for (int k = 0; k < 2; k++) {
+		uint64_t zero = 0;  /* cuuint64_t */
+
+		if (CU(X, cudaMemPoolSetAttribute(X->mpool, async_high_attr[k], &zero), "cudaMemPoolSetAttribute (%s high-water)",
+		       async_attr_name[k]) < 0 ||
+		    CU(X, cudaMemPoolGetAttribute(X->mpool, async_cur_attr[k], &X->async_floor[k]),
+		       "cudaMemPoolGetAttribute (%s now)", async_attr_name[k]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* async, after the measured iterations: the reserved and used high-water
+ * marks since the reset, at least what the pool held at the reset (whether
+ * a reset restarts a mark from 0 or from the current value, the runtime's
+ * documentation does not say). */
+static int async_read_high(struct cx *X, uint64_t high[2])
+{
+	for (int k = 0; k < 2; k++) {
+		if (CU(X, cudaMemPoolGetAttribute(X->mpool, async_high_attr[k], &high[k]), "cudaMemPoolGetAttribute (%s high-water)",
+		       async_attr_name[k]) < 0)
+			return -1;
+		if (high[k] < X->async_floor[k])
+			high[k] = X->async_floor[k];
+	}
+	return 0;
 }
 
 static void cx_free(struct cx *X)
@@ -1940,12 +1965,14 @@ int exec_cuda_run(const struct mp_net *net, const struct mp_plan_req *req, const
 			out->cuda.launches = X.launches;
 		}
 	}
-	if (o->alloc == MP_EXEC_ASYNC &&
-	    (CU(&X, cudaMemPoolGetAttribute(X.mpool, cudaMemPoolAttrReservedMemHigh, &out->cuda.reserved_high_bytes),
-		"cudaMemPoolGetAttribute (reserved high-water)") < 0 ||
-	     CU(&X, cudaMemPoolGetAttribute(X.mpool, cudaMemPoolAttrUsedMemHigh, &out->cuda.used_high_bytes),
-		"cudaMemPoolGetAttribute (used high-water)") < 0))
-		goto fail;
+	if (o->alloc == MP_EXEC_ASYNC) {
+		uint64_t high[2];
+
+		if (async_read_high(&X, high) < 0)
+			goto fail;
+		out->cuda.reserved_high_bytes = high[0];
+		out->cuda.used_high_bytes = high[1];
+	}
 	/* the median iteration, as the host backend */
 	{
 		double *w = (double *)mp_xmalloc(o->iters * sizeof(*w));
