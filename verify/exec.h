@@ -198,14 +198,14 @@ json_t *exec_report_json(const struct mp_net *net, const struct mp_plan *p,
  * what it reserves (out->cuda.reserved_high_bytes and used_high_bytes over
  * the measured iterations).  Pinned host buffers for the swapped tensors; a
  * compute stream and two copy streams (host to device, device to host)
- * ordered with events as the host backend orders its engines.  Every compute or recompute is a
- * sequence of kernels lasting the op's time times o->time_scale on the GPU's
- * global timer: it hashes every input, writes every output with its pattern
- * and spins to the op's end (an overrun if the work took longer).  cuDNN and
- * cuBLAS per-layer kernels are future work.  Checksums are taken on the
- * device into a small buffer and compared after each iteration; violations
- * read as exec_host_run's.  Times come from CUDA events, device memory from
- * cudaMemGetInfo (out->cuda).
+ * ordered with events as the host backend orders its engines.  Every
+ * compute or recompute is a sequence of kernels lasting the op's time times
+ * o->time_scale on the GPU's global timer: it hashes every input, writes
+ * every output with its pattern and spins to the op's end (an overrun if the
+ * work took longer).  cuDNN and cuBLAS per-layer kernels are future work.
+ * Checksums are taken on the device into a small buffer and compared after
+ * each iteration; violations read as exec_host_run's.  Times come from CUDA
+ * events, device memory from cudaMemGetInfo (out->cuda).
  *
  * Returns 0 with *out filled (exec_result_release); -1 with *err (a violation
  * sets out->failed_action; otherwise a CUDA error, failed_action UINT32_MAX);
