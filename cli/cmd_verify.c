@@ -143,22 +143,54 @@ static int probe(void)
 	return EXIT_OK;
 }
 
+/* "a 64.0 KiB pool of 1024-byte blocks, first fit (SuperNeurons 3.2.1)" */
+static const char *pool_phrase(uint64_t bytes, char *buf, size_t n)
+{
+	char b1[32];
+
+	snprintf(buf, n, "a %s pool of %u-byte blocks, first fit (SuperNeurons 3.2.1)", mp_fmt_bytes(bytes, b1, sizeof(b1)),
+		 1024u);
+	return buf;
+}
+
+/* "LEAD high-water H: R.RRRx the plan's arena A, R.RRRx the live peak L",
+ * without the newline. */
+static void print_high_water(const char *lead, uint64_t high, const struct mp_plan *plan, const struct mp_exec_result *r)
+{
+	char b1[32], b2[32], b3[32];
+
+	printf("%s high-water %s: %.3fx the plan's arena %s, %.3fx the live peak %s", lead,
+	       mp_fmt_bytes(high, b1, sizeof(b1)), plan->arena_bytes ? (double)high / (double)plan->arena_bytes : 0.0,
+	       mp_fmt_bytes(plan->arena_bytes, b2, sizeof(b2)),
+	       r->live_peak_bytes ? (double)high / (double)r->live_peak_bytes : 0.0,
+	       mp_fmt_bytes(r->live_peak_bytes, b3, sizeof(b3)));
+}
+
 /* The CUDA backend's lines: the device, its memory as the driver counts it,
  * the timer calibration and the bandwidth the copies achieved in real time. */
 static void print_cuda_backend(const struct mp_exec_result *r)
 {
 	const struct mp_exec_cuda *d = &r->cuda;
-	char b1[32], b2[32], b3[32], b4[32];
+	char b1[32], b2[32], b3[32], b4[32], pp[96], mem[160];
+	const char *before = "the arena";
 
-	printf("backend   cuda: %s, a %s arena at the plan's offsets (cudaMalloc), %s of pinned host buffers; "
-	       "one compute and two copy streams\n", d->name, mp_fmt_bytes(r->mem_bytes, b1, sizeof(b1)),
+	if (r->alloc == MP_EXEC_POOL) {
+		snprintf(mem, sizeof(mem), "%s in one cudaMalloc", pool_phrase(r->mem_bytes, pp, sizeof(pp)));
+		before = "the pool";
+	} else if (r->alloc == MP_EXEC_ASYNC) {
+		snprintf(mem, sizeof(mem), "cudaMallocAsync from a memory pool of its own that keeps what it reserves");
+		before = "any tensor";
+	} else {
+		snprintf(mem, sizeof(mem), "a %s arena at the plan's offsets (cudaMalloc)", mp_fmt_bytes(r->mem_bytes, b1, sizeof(b1)));
+	}
+	printf("backend   cuda: %s, %s, %s of pinned host buffers; one compute and two copy streams\n", d->name, mem,
 	       mp_fmt_bytes(d->pinned_bytes, b2, sizeof(b2)));
 	printf("kernels   every op is a timed kernel of its modelled time (not cuDNN/cuBLAS), %llu launches per "
 	       "iteration; timer calibrated at %.4f event ms per timer ms\n", (unsigned long long)d->launches,
 	       d->timer_ratio);
-	printf("device    %s: %s used before the arena (context, libraries, other processes), %s after allocating, "
+	printf("device    %s: %s used before %s (context, libraries, other processes), %s after allocating, "
 	       "at most %s seen during the run\n", mp_fmt_bytes(d->total_bytes, b1, sizeof(b1)),
-	       mp_fmt_bytes(d->used_before_bytes, b2, sizeof(b2)), mp_fmt_bytes(d->used_alloc_bytes, b3, sizeof(b3)),
+	       mp_fmt_bytes(d->used_before_bytes, b2, sizeof(b2)), before, mp_fmt_bytes(d->used_alloc_bytes, b3, sizeof(b3)),
 	       mp_fmt_bytes(d->used_peak_bytes, b4, sizeof(b4)));
 	if (r->n_h2d || r->n_d2h)
 		printf("link      h2d %.2f GB/s over %u copies, d2h %.2f GB/s over %u copies (real time: copies are not "
@@ -202,7 +234,7 @@ int cmd_verify(int argc, char **argv)
 	const char *report = NULL, *path;
 	double tol_peak = 2, tol_time = 10;
 	int c, rc = EXIT_OK, do_probe = 0, cuda = 0, run_rc;
-	char b1[32], b2[32], b3[32];
+	char b1[32], b2[32], pp[96];
 
 	exec_opts_default(&eo);
 	optind = 1;
@@ -277,10 +309,6 @@ int cmd_verify(int argc, char **argv)
 			return cli_error(EXIT_NO_GPU, "verify: no CUDA device");
 #ifndef MEMPLAN_CUDA
 		return cli_error(EXIT_NO_GPU, "verify: this memplan was built without the CUDA backend");
-#else
-		if (eo.alloc != MP_EXEC_ARENA)
-			return cli_error(EXIT_BAD_INPUT, "--alloc: %s is not supported by the CUDA backend yet (arena only)",
-					 mp_exec_alloc_name(eo.alloc));
 #endif
 	}
 	if (!cuda && eo.alloc == MP_EXEC_ASYNC)
@@ -320,8 +348,7 @@ int cmd_verify(int argc, char **argv)
 	if (cuda)
 		print_cuda_backend(&res);
 	else if (eo.alloc == MP_EXEC_POOL)
-		printf("backend   host: a %s pool of %u-byte blocks, first fit (SuperNeurons 3.2.1)\n",
-		       mp_fmt_bytes(res.mem_bytes, b1, sizeof(b1)), 1024u);
+		printf("backend   host: %s\n", pool_phrase(res.mem_bytes, pp, sizeof(pp)));
 	else
 		printf("backend   host: a %s arena at the plan's offsets\n", mp_fmt_bytes(res.mem_bytes, b1, sizeof(b1)));
 	printf("runs      %u warm-up + %u measured iterations, median shown; times x %g (--time-scale)\n",
@@ -330,13 +357,15 @@ int cmd_verify(int argc, char **argv)
 	       "(%s hashed); nothing lost\n",
 	       (unsigned long long)res.reads_checked, (unsigned long long)res.swaps_checked,
 	       (unsigned long long)res.recomputes_checked, mp_fmt_bytes(res.bytes_hashed, b1, sizeof(b1)));
-	if (eo.alloc == MP_EXEC_POOL)
-		printf("pool      high-water %s: %.3fx the plan's arena %s, %.3fx the live peak %s\n",
-		       mp_fmt_bytes(res.pool_high_bytes, b1, sizeof(b1)),
-		       plan.arena_bytes ? (double)res.pool_high_bytes / (double)plan.arena_bytes : 0.0,
-		       mp_fmt_bytes(plan.arena_bytes, b2, sizeof(b2)),
-		       res.live_peak_bytes ? (double)res.pool_high_bytes / (double)res.live_peak_bytes : 0.0,
-		       mp_fmt_bytes(res.live_peak_bytes, b3, sizeof(b3)));
+	if (eo.alloc == MP_EXEC_POOL) {
+		print_high_water("pool     ", res.pool_high_bytes, &plan, &res);
+		printf("\n");
+	}
+	if (eo.alloc == MP_EXEC_ASYNC) {
+		/* the memory pool's marks, reset after the warm-up */
+		print_high_water("async     reserved", res.cuda.reserved_high_bytes, &plan, &res);
+		printf("; used high-water %s\n", mp_fmt_bytes(res.cuda.used_high_bytes, b1, sizeof(b1)));
+	}
 	if (res.overruns) {
 		printf("note      %u actions outlasted their scaled time by %.3f ms in all (real work: filling, "
 		       "hashing, copying)", res.overruns, res.overrun_ms);
@@ -349,13 +378,17 @@ int cmd_verify(int argc, char **argv)
 		}
 		printf("\n");
 	}
-	if (res.alloc_wait_ms > 0)
+	if (res.alloc_wait_ms > 0 && eo.alloc == MP_EXEC_ASYNC)
+		printf("note      allocations held the compute stream %.3f ms (cudaMallocAsync, waits for memory freed "
+		       "on a copy stream included)\n", res.alloc_wait_ms);
+	else if (res.alloc_wait_ms > 0)
 		printf("note      allocations waited %.3f ms for swap-outs to release memory\n", res.alloc_wait_ms);
 	printf("\n");
 	print_table(&cmp);
 	printf("\n");
 	printf("peak      %llu B measured%s, %llu B predicted (%+.2f%%, tolerance %g%%): %s\n",
-	       (unsigned long long)res.peak_bytes, eo.alloc == MP_EXEC_POOL ? " (pool high-water)" : "",
+	       (unsigned long long)res.peak_bytes,
+	       eo.alloc == MP_EXEC_POOL ? " (pool high-water)" : eo.alloc == MP_EXEC_ASYNC ? " (memory pool's reserved high-water)" : "",
 	       (unsigned long long)plan.sim.peak_bytes, 100 * cmp.peak_dev, tol_peak, cmp.peak_ok ? "ok" : "OUTSIDE");
 	if (cmp.time_checked)
 		printf("time      %.3f ms measured, %.3f ms predicted x %g (%+.2f%%, tolerance %g%%): %s\n",

@@ -1,8 +1,9 @@
 /*
  * What both executors (host and CUDA) share: the check that a schedule's
- * indices are in range before they are used.
+ * indices are in range before they are used, and the pool's capacity.
  */
 #include "exec.h"
+#include "pool.h"
 
 #include <stdbool.h>
 
@@ -41,4 +42,13 @@ int exec_check_shape(const struct mp_net *net, const struct mp_schedule *s, uint
 	}
 	*bad = UINT32_MAX;
 	return 0;
+}
+
+uint64_t exec_pool_bytes(const struct mp_plan_req *req, const struct mp_plan *p, const struct mp_exec_opts *o)
+{
+	uint64_t cap = o->pool_bytes;
+
+	if (!cap)
+		cap = req->budget_bytes > p->arena_bytes ? req->budget_bytes : p->arena_bytes;
+	return pool_blocks(cap) * POOL_BLOCK_BYTES;
 }

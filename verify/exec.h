@@ -12,7 +12,8 @@
  *                       threads throttled to the modelled link, compute is a
  *                       timed wait scaled by time_scale; runs everywhere
  *   cuda (exec_cuda.cu) built only when nvcc is found (MEMPLAN_CUDA): one
- *                       device arena at the plan's offsets, pinned host
+ *                       device arena at the plan's offsets, a first-fit pool
+ *                       in one device range, or cudaMallocAsync; pinned host
  *                       buffers, a compute and two copy streams ordered by
  *                       events; every op is a timed kernel (no cuDNN/cuBLAS
  *                       yet).  exec_cuda_probe (probe.c, in every build) says
@@ -66,6 +67,11 @@ struct mp_exec_cuda {
 	uint64_t used_peak_bytes;   /* the most used seen during the measured iterations
 				     * (sampled every 64 actions and at each iteration's end) */
 	uint64_t pinned_bytes;    /* pinned host buffers of the swapped tensors */
+	/* async: the memory pool's high-water marks over the measured
+	 * iterations (reset after the warm-up) */
+	uint64_t reserved_high_bytes; /* memory it held from the driver (cudaMemPoolAttrReservedMemHigh):
+				       * what the device needs with cudaMallocAsync */
+	uint64_t used_high_bytes;     /* the most allocated from it at once (cudaMemPoolAttrUsedMemHigh) */
 	double timer_ratio;       /* calibration: event ms per global-timer ms */
 	uint64_t launches;        /* kernels launched per iteration */
 };
@@ -85,11 +91,12 @@ struct mp_exec_result {
 	uint64_t live_peak_bytes;
 	uint32_t live_peak_action;
 	uint64_t live_peak_max_bytes;  /* the same, the largest over the measured iterations */
-	uint64_t mem_bytes;       /* the host arena standing for device memory */
+	uint64_t mem_bytes;       /* the arena, or the pool's range (host memory on the host
+				   * backend, device memory on CUDA); 0 with async */
 	uint64_t arena_high_bytes;/* arena: the highest byte an allocation reached */
 	uint64_t pool_high_bytes; /* pool: its high-water mark over all iterations (1 KiB blocks) */
 	uint64_t peak_bytes;      /* what the device would need: arena: live_peak_bytes;
-				   * pool: pool_high_bytes */
+				   * pool: pool_high_bytes; async: cuda.reserved_high_bytes */
 	/* copies, per iteration */
 	uint64_t h2d_bytes, d2h_bytes;
 	uint32_t n_h2d, n_d2h;
@@ -182,19 +189,23 @@ json_t *exec_report_json(const struct mp_net *net, const struct mp_plan *p,
 
 /*
  * Run p on the CUDA backend (exec_cuda.cu; linked only when memplan was built
- * with MEMPLAN_CUDA): device 0, o->warmup + o->iters iterations, arena only
- * (MP_EXEC_POOL and MP_EXEC_ASYNC are refused: not supported by the CUDA
- * backend yet).  One cudaMalloc of p->arena_bytes with every allocation at
- * p->offset; pinned host buffers for the swapped tensors; a compute stream
- * and two copy streams (host to device, device to host) ordered with events
- * as the host backend orders its engines.  Every compute or recompute is a
- * sequence of kernels lasting the op's time times o->time_scale on the GPU's
- * global timer: it hashes every input, writes every output with its pattern
- * and spins to the op's end (an overrun if the work took longer).  cuDNN and
- * cuBLAS per-layer kernels are future work.  Checksums are taken on the
- * device into a small buffer and compared after each iteration; violations
- * read as exec_host_run's.  Times come from CUDA events, device memory from
- * cudaMemGetInfo (out->cuda).
+ * with MEMPLAN_CUDA): device 0, o->warmup + o->iters iterations.  Device
+ * memory: MP_EXEC_ARENA, one cudaMalloc of p->arena_bytes with every
+ * allocation at p->offset; MP_EXEC_POOL, one cudaMalloc of exec_pool_bytes
+ * with every allocation where the first-fit pool puts it (out->pool_high_bytes;
+ * no room is a violation, as on the host); MP_EXEC_ASYNC, cudaMallocAsync and
+ * cudaFreeAsync in stream order from a memory pool of its own that keeps
+ * what it reserves (out->cuda.reserved_high_bytes and used_high_bytes over
+ * the measured iterations).  Pinned host buffers for the swapped tensors; a
+ * compute stream and two copy streams (host to device, device to host)
+ * ordered with events as the host backend orders its engines.  Every
+ * compute or recompute is a sequence of kernels lasting the op's time times
+ * o->time_scale on the GPU's global timer: it hashes every input, writes
+ * every output with its pattern and spins to the op's end (an overrun if the
+ * work took longer).  cuDNN and cuBLAS per-layer kernels are future work.
+ * Checksums are taken on the device into a small buffer and compared after
+ * each iteration; violations read as exec_host_run's.  Times come from CUDA
+ * events, device memory from cudaMemGetInfo (out->cuda).
  *
  * Returns 0 with *out filled (exec_result_release); -1 with *err (a violation
  * sets out->failed_action; otherwise a CUDA error, failed_action UINT32_MAX);
@@ -229,6 +240,10 @@ int exec_cuda_runtime_version(void);
  */
 int exec_check_shape(const struct mp_net *net, const struct mp_schedule *s, uint32_t *bad,
 		     struct mp_error *err);
+
+/* The capacity of an MP_EXEC_POOL pool in bytes, whole 1 KiB blocks:
+ * o->pool_bytes, or (0) the larger of the budget and the plan's arena. */
+uint64_t exec_pool_bytes(const struct mp_plan_req *req, const struct mp_plan *p, const struct mp_exec_opts *o);
 
 /* What exec_cuda_probe finds. */
 struct mp_cuda_probe {

@@ -6,10 +6,29 @@
  * runtime on the machine that runs it, none is modelled here.
  *
  * What runs:
- *   memory   one cudaMalloc of the plan's arena, every allocation at its plan
- *            offset (--alloc arena; pool and async are refused, not yet
- *            supported); pinned host buffers (one cudaMallocHost) for every
- *            swapped tensor.  Nothing is allocated during the iterations.
+ *   memory   --alloc arena: one cudaMalloc of the plan's arena, every
+ *            allocation at its plan offset.  --alloc pool: one cudaMalloc of
+ *            the pool's capacity (exec_pool_bytes), every allocation at the
+ *            offset SuperNeurons' first-fit pool (pool.c) gives it; a free or
+ *            a swap-out returns its blocks as it is issued (what takes them
+ *            waits on the GPU for a swap-out still reading them, as in the
+ *            arena), so the pool's decisions follow the schedule, not the
+ *            timing; no free run long enough is a violation, in the host
+ *            backend's words.  --alloc async: cudaMallocFromPoolAsync and
+ *            cudaFreeAsync from a memory pool of our own whose release
+ *            threshold is UINT64_MAX (memory stays reserved between
+ *            iterations); an alloc allocates on the compute stream, a
+ *            swap-in on the h2d stream just before its copy, a free frees on
+ *            the compute stream and a swap-out on the d2h stream after its
+ *            copy: each on the stream that uses the memory last, the
+ *            allocator ordering reuse after the free (async_take, release).
+ *            Every mode addresses an allocation by its offset (place_off,
+ *            dev_at): into the arena, or, with async, from address 0, the
+ *            offset being the device address, so that one state machine and
+ *            one set of overlap rules serve all three.  Persistent tensors
+ *            resident at an iteration's end keep their memory into the next
+ *            (async frees the rest after each iteration).  Pinned host
+ *            buffers (one cudaMallocHost) for every swapped tensor.
  *   streams  one compute stream and two copy streams (h2d, d2h), ordered by
  *            events exactly as the host backend (exec_host.c) orders its
  *            engines: a copy starts after the compute issued before it; a
@@ -23,7 +42,8 @@
  *            free is, keeping the h2d stream in schedule order; a wait makes
  *            the compute stream wait on the swap_in's event, and a wait that
  *            would need a free after it is a violation, not a hang.  An
- *            allocation waits for the swap-outs still reading its bytes.
+ *            allocation waits for the swap-outs still reading its bytes
+ *            (arena, pool; async: the allocator orders its own reuse).
  *   compute  every compute or recompute is a timed sequence of kernels on the
  *            compute stream: a stamp of the GPU's global timer, a checksum of
  *            each input, a pattern written into each output (its checksum
@@ -51,14 +71,22 @@
  *            event to one after all three streams joined; memory events
  *            replayed in measured-time order for the live peak (the host
  *            backend's rule); device memory from cudaMemGetInfo before the
- *            arena (context and libraries) and sampled during the run.
+ *            arena (context and libraries) and sampled during the run.  The
+ *            pool's high-water mark (pool); the memory pool's reserved and
+ *            used high-water marks over the measured iterations
+ *            (cudaMemPoolAttrReservedMemHigh, UsedMemHigh, reset after the
+ *            warm-up) (async).  peak_bytes: the live peak, the pool's
+ *            high-water, or the reserved high-water.
  *
  * Cost per iteration: O(actions x live allocations) issue bookkeeping,
- * 2-4 events and up to n_in + 2 n_out + 3 kernel launches per action.
+ * 2-4 events and up to n_in + 2 n_out + 3 kernel launches per action; pool:
+ * O(free runs) per allocation and free; async: one allocation and one free
+ * call per allocation.
  */
 #define _Noreturn [[noreturn]] /* analysis/util.h is C11 */
 extern "C" {
 #include "exec.h"
+#include "pool.h"
 }
 
 #include <cuda_runtime.h>
@@ -286,6 +314,9 @@ struct tens {
 	uint64_t carry_off, carry_bytes;
 	uint8_t *host;             /* pinned host buffer of a swapped tensor (in X->pinned) */
 	struct ver host_ver;       /* what the host buffer holds */
+	uint8_t *dev;              /* async: its device allocation (cudaMallocFromPoolAsync), held
+				    * from its alloc or swap-in to its free or swap-out, and into
+				    * the next iteration while carried; NULL: none (or 0 bytes) */
 };
 
 enum { CK_READ, CK_REBUILT, CK_OUT, CK_IN };
@@ -333,9 +364,15 @@ struct cx {
 	struct mp_exec_opts o;
 	int sms;
 	double timer_ratio;        /* event ms per timer ms */
-	/* device */
-	uint8_t *arena;            /* [arena_bytes] device */
+	/* device: allocations are addressed as offsets (place_off), into the
+	 * arena (arena: the plan's offsets; pool: pool_alloc's) or, with
+	 * async, from address 0: an allocation's offset is its device address,
+	 * so that overlaps and culprits mean the same in every mode (dev_at) */
+	uint8_t *arena;            /* [arena_bytes] device; NULL with async */
 	uint64_t arena_bytes;
+	struct mp_pool pool;       /* pool: the first-fit heap over the arena */
+	cudaMemPool_t mpool;       /* async: the memory pool allocations come from */
+	uint64_t async_floor[2];   /* async: reserved and used at the high-water reset */
 	ull *slots;                /* [n_slots] device */
 	ull *tim;                  /* [3 n] device: stamp, work, overrun per compute */
 	uint32_t n_slots, slot_next;
@@ -488,6 +525,12 @@ static char *culprits(const struct cx *X, uint64_t off, uint64_t n, int32_t self
 	return used ? mp_xstrdup(buf) : NULL;
 }
 
+/* The device address of offset off (see struct cx). */
+static uint8_t *dev_at(const struct cx *X, uint64_t off)
+{
+	return X->o.alloc == MP_EXEC_ASYNC ? (uint8_t *)(uintptr_t)off : X->arena + off;
+}
+
 static cudaEvent_t ev(const struct cx *X, int kind, uint32_t i)
 {
 	return X->ev[(size_t)kind * X->s->n + i];
@@ -524,7 +567,7 @@ static int launch_hash(struct cx *X, uint32_t i, cudaStream_t st, uint64_t off, 
 	X->hashed += n;
 	if (!n)
 		return 0;
-	k_hash<<<grid_for(X, n), THREADS, 0, st>>>(X->arena + off, n, X->slots + *slot);
+	k_hash<<<grid_for(X, n), THREADS, 0, st>>>(dev_at(X, off), n, X->slots + *slot);
 	X->launches++;
 	return CU(X, cudaGetLastError(), "a checksum kernel (schedule[%u])", i);
 }
@@ -542,7 +585,7 @@ static int launch_fill(struct cx *X, uint32_t i, uint64_t off, uint64_t n, uint6
 	}
 	if (!n)
 		return 0;
-	k_fill<<<grid_for(X, n), THREADS, 0, X->cs>>>(X->arena + off, n, seed, dst);
+	k_fill<<<grid_for(X, n), THREADS, 0, X->cs>>>(dev_at(X, off), n, seed, dst);
 	X->launches++;
 	return CU(X, cudaGetLastError(), "a pattern kernel (schedule[%u])", i);
 }
@@ -565,31 +608,127 @@ static void add_check(struct cx *X, uint32_t act, int32_t tensor, int32_t op, ui
 
 /* ---- issuing the schedule ---- */
 
-/* Take allocation i's bytes at its plan offset.  0, or -1 after a violation. */
+/* async: drop tensor t's device allocation, if any, on stream st (see
+ * release). */
+static int async_drop(struct cx *X, int32_t t, cudaStream_t st)
+{
+	uint8_t *d = X->t[t].dev;
+
+	X->t[t].dev = NULL; /* after a failed free: lost, not freed twice */
+	if (!d)
+		return 0;
+	return CU(X, cudaFreeAsync(d, st), "cudaFreeAsync ('%s')", tname(X, t));
+}
+
+/* async: device memory for allocation i of its tensor, from the memory
+ * pool.  An alloc allocates on the compute stream, which uses it in stream
+ * order.  A swap-in allocates on the h2d stream, after waiting on its mark
+ * (the compute issued before it, recorded by do_swap_in), just before its
+ * copy is issued there (async swap-ins wait for no release: the queue is
+ * empty): the copy writes it in stream order, compute reads it only after
+ * waiting on the swap-in's event, and where the allocator must wait for
+ * memory that a swap-out frees on the d2h stream, the copy waits, as in the
+ * arena, not compute.  The memory counts from the copy's start, as the plan
+ * counts it.  A persistent tensor carried from the last iteration keeps its
+ * allocation where the plan allocates it again with the same size (do_alloc
+ * then keeps its bytes, as the arena does at the same offset); otherwise
+ * that allocation is freed first. */
+static int async_take(struct cx *X, uint32_t i, uint64_t bytes)
+{
+	const struct mp_action *a = &X->s->a[i];
+	struct tens *T = &X->t[a->tensor];
+	cudaStream_t st = X->cs;
+	void *d = NULL;
+
+	if (T->carry && a->kind == MP_ACT_ALLOC && T->carry_bytes == bytes)
+		return 0;
+	T->carry = false;
+	if (async_drop(X, a->tensor, X->cs) < 0)
+		return -1;
+	if (!bytes) /* no call: what a 0-byte cudaMallocAsync returns is not documented */
+		return 0;
+	if (a->kind == MP_ACT_SWAP_IN) {
+		MP_ASSERT(X->head_pq == X->n_pq && X->rec[(size_t)EV_M * X->s->n + i]);
+		st = X->h2d;
+		if (wait_ev(X, st, ev(X, EV_M, i), i) < 0)
+			return -1;
+	}
+	if (CU(X, cudaMallocFromPoolAsync(&d, bytes, X->mpool, st), "cudaMallocFromPoolAsync (schedule[%u], %llu bytes)",
+	       i, (ull)bytes) < 0)
+		return -1;
+	T->dev = (uint8_t *)d;
+	return 0;
+}
+
+/* Take allocation i's bytes: at its plan offset (arena), pool_alloc's
+ * offset (pool: a violation when no free run is long enough; the host
+ * backend's words), or from the memory pool (async).  0, or -1 after a
+ * violation or a CUDA error. */
 static int place(struct cx *X, uint32_t i, uint64_t bytes)
 {
-	uint64_t off = X->p->offset ? X->p->offset[i] : UINT64_MAX, end;
+	uint64_t off = 0, end;
+	char why[200];
 
-	if (off == UINT64_MAX) {
-		fail(X, i, "has no offset in the arena");
-		return -1;
+	switch (X->o.alloc) {
+	case MP_EXEC_ARENA:
+		off = X->p->offset ? X->p->offset[i] : UINT64_MAX;
+		if (off == UINT64_MAX) {
+			fail(X, i, "has no offset in the arena");
+			return -1;
+		}
+		if (mp_add_u64(off, bytes, &end) < 0 || end > X->arena_bytes) {
+			fail(X, i, "[%llu, %llu) lies beyond the arena (%llu bytes)", (ull)off, (ull)(off + bytes),
+			     (ull)X->arena_bytes);
+			return -1;
+		}
+		if (off % 8) {
+			fail(X, i, "offset %llu is not 8-byte aligned", (ull)off);
+			return -1;
+		}
+		if (end > X->arena_high)
+			X->arena_high = end;
+		break;
+	case MP_EXEC_POOL:
+		off = pool_alloc(&X->pool, bytes); /* 1 KiB aligned, inside the arena */
+		if (off == UINT64_MAX) {
+			fail(X, i, "%s", pool_refusal(&X->pool, bytes, why, sizeof(why)));
+			return -1;
+		}
+		break;
+	case MP_EXEC_ASYNC:
+		if (async_take(X, i, bytes) < 0)
+			return -1;
+		off = (uint64_t)(uintptr_t)X->t[X->s->a[i].tensor].dev;
+		break;
 	}
-	if (mp_add_u64(off, bytes, &end) < 0 || end > X->arena_bytes) {
-		fail(X, i, "[%llu, %llu) lies beyond the arena (%llu bytes)", (ull)off, (ull)(off + bytes),
-		     (ull)X->arena_bytes);
-		return -1;
-	}
-	if (off % 8) {
-		fail(X, i, "offset %llu is not 8-byte aligned", (ull)off);
-		return -1;
-	}
-	if (end > X->arena_high)
-		X->arena_high = end;
 	X->place_off[i] = off;
 	X->place_bytes[i] = bytes;
 	X->rel[i] = -1;
 	live_add(X, i);
 	return 0;
+}
+
+/* Action i (a free or a swap-out) releases its tensor's allocation: in the
+ * pool its blocks are free again at once, in issue order (an allocation or
+ * a swap-in that takes bytes a swap-out is still reading waits for that
+ * copy, as in the arena); with async the memory is freed on st, the stream
+ * that used it last: the compute stream for a free (every kernel that
+ * touched it was issued there, and a swap-in's copy into it was waited for
+ * before anything read it), the d2h stream for a swap-out (its checksum and
+ * copy are the last uses, issued there; freeing on the compute stream after
+ * waiting for the copy would stall compute, which the plan does not model).
+ * The allocator orders whatever reuses the memory after the free. */
+static int release(struct cx *X, uint32_t i, struct tens *T, cudaStream_t st)
+{
+	const uint32_t k = (uint32_t)T->cur;
+
+	X->rel[k] = (int32_t)i;
+	X->rel_of[i] = (int32_t)k;
+	live_remove(X, k);
+	T->cur = -1;
+	if (X->o.alloc == MP_EXEC_POOL)
+		pool_free(&X->pool, X->place_off[k], X->place_bytes[k]);
+	return X->o.alloc == MP_EXEC_ASYNC ? async_drop(X, X->s->a[i].tensor, st) : 0;
 }
 
 /* The latest swap-out issued at or after d2h entry `from` whose bytes overlap
@@ -629,7 +768,7 @@ static int issue_pending(struct cx *X)
 		}
 		if (record(X, EV_S, j->act, X->h2d) < 0)
 			return -1;
-		if (j->bytes && CU(X, cudaMemcpyAsync(X->arena + j->off, X->t[j->tensor].host, j->bytes,
+		if (j->bytes && CU(X, cudaMemcpyAsync(dev_at(X, j->off), X->t[j->tensor].host, j->bytes,
 						      cudaMemcpyHostToDevice, X->h2d),
 				   "cudaMemcpyAsync host to device (schedule[%u], %llu bytes)", j->act, (ull)j->bytes) < 0)
 			return -1;
@@ -686,10 +825,15 @@ static int do_alloc(struct cx *X, uint32_t i)
 		fail(X, i, "reserves %llu bytes for a tensor of %llu", (ull)a->bytes, (ull)tt->bytes);
 		return -1;
 	}
+	/* async: the allocation may wait on the compute stream (for memory a
+	 * swap-out frees on the d2h stream): timed from EV_S to EV_E */
+	if (X->o.alloc == MP_EXEC_ASYNC && record(X, EV_S, i, X->cs) < 0)
+		return -1;
 	if (place(X, i, a->bytes) < 0)
 		return -1;
-	/* bytes a swap-out is still reading are not free yet */
-	q = last_swap_out(X, X->cs_waited_dq, X->place_off[i], a->bytes, -1);
+	/* bytes a swap-out is still reading are not free yet (async: the
+	 * allocator orders its own reuse) */
+	q = X->o.alloc == MP_EXEC_ASYNC ? -1 : last_swap_out(X, X->cs_waited_dq, X->place_off[i], a->bytes, -1);
 	if (q >= 0) {
 		if (record(X, EV_S, i, X->cs) < 0 || wait_ev(X, X->cs, ev(X, EV_E, X->dq[q].act), i) < 0)
 			return -1;
@@ -737,13 +881,9 @@ static int do_free(struct cx *X, uint32_t i)
 			fail(X, i, "not resident (never allocated)");
 		return -1;
 	}
-	if (record(X, EV_E, i, X->cs) < 0)
+	if (record(X, EV_E, i, X->cs) < 0 || release(X, i, T, X->cs) < 0)
 		return -1;
-	X->rel[T->cur] = (int32_t)i;
-	X->rel_of[i] = T->cur;
-	live_remove(X, (uint32_t)T->cur);
 	T->ls = LS_ABSENT;
-	T->cur = -1;
 	T->at_free = (int32_t)i;
 	return issue_pending(X);
 }
@@ -777,7 +917,7 @@ static int do_swap_out(struct cx *X, uint32_t i)
 	}
 	if (record(X, EV_S, i, X->d2h) < 0)
 		return -1;
-	if (bytes && CU(X, cudaMemcpyAsync(T->host, X->arena + off, bytes, cudaMemcpyDeviceToHost, X->d2h),
+	if (bytes && CU(X, cudaMemcpyAsync(T->host, dev_at(X, off), bytes, cudaMemcpyDeviceToHost, X->d2h),
 			"cudaMemcpyAsync device to host (schedule[%u], %llu bytes)", i, (ull)bytes) < 0)
 		return -1;
 	if (record(X, EV_E, i, X->d2h) < 0)
@@ -789,12 +929,10 @@ static int do_swap_out(struct cx *X, uint32_t i)
 	X->dq[X->n_dq].held = held;
 	X->n_dq++;
 	T->host_ver = want;
-	X->rel[T->cur] = (int32_t)i;
-	X->rel_of[i] = T->cur;
-	live_remove(X, (uint32_t)T->cur);
+	if (release(X, i, T, X->d2h) < 0)
+		return -1;
 	T->ls = LS_OUT;
 	T->at_out = (int32_t)i;
-	T->cur = -1;
 	return issue_pending(X);
 }
 
@@ -825,9 +963,11 @@ static int do_swap_in(struct cx *X, uint32_t i)
 		fail(X, i, "is already on the device");
 		return -1;
 	}
-	/* it waits for the live allocations holding the bytes it writes ... */
+	/* in the arena, it waits for the live allocations holding the bytes it
+	 * writes ... (the pool and the allocator never hand out bytes a live
+	 * allocation holds) */
 	j.dep_at = X->n_dep;
-	if (X->p->offset && X->p->offset[i] != UINT64_MAX)
+	if (X->o.alloc == MP_EXEC_ARENA && X->p->offset && X->p->offset[i] != UINT64_MAX)
 		for (uint32_t q = 0; q < X->n_live; q++) {
 			uint32_t k = X->live[q];
 
@@ -836,7 +976,9 @@ static int do_swap_in(struct cx *X, uint32_t i)
 				X->dep[X->n_dep++] = k;
 			}
 		}
-	if (place(X, i, bytes) < 0)
+	/* the compute issued before it (before place: an async swap-in
+	 * allocates after it) */
+	if (record(X, EV_M, i, X->cs) < 0 || place(X, i, bytes) < 0)
 		return -1;
 	j.act = i;
 	j.tensor = t;
@@ -848,7 +990,7 @@ static int do_swap_in(struct cx *X, uint32_t i)
 	 * bytes meanwhile.  Compute-side actions are in time order.  (Its
 	 * tensor's own swap-out and every overlapping one are waited for when
 	 * the copy is issued.) */
-	for (uint32_t k = i + 1; k < X->s->n; k++) {
+	for (uint32_t k = i + 1; X->o.alloc == MP_EXEC_ARENA && k < X->s->n; k++) {
 		const struct mp_action *b = &X->s->a[k];
 
 		if (b->kind == MP_ACT_SWAP_IN || b->kind == MP_ACT_SWAP_OUT)
@@ -862,9 +1004,6 @@ static int do_swap_in(struct cx *X, uint32_t i)
 		}
 	}
 	j.n_dep = X->n_dep - j.dep_at;
-	/* the compute issued before it */
-	if (record(X, EV_M, i, X->cs) < 0)
-		return -1;
 	mp_grow((void **)&X->pq, &X->cap_pq, X->n_pq + 1, sizeof(*X->pq));
 	X->pq[X->n_pq++] = j;
 	T->ls = LS_IN;
@@ -1111,6 +1250,19 @@ static void iteration_reset(struct cx *X)
 		if (!T->carry)
 			T->expect = ver_none();
 	}
+	if (X->o.alloc == MP_EXEC_POOL)
+		pool_reset(&X->pool);
+}
+
+/* async, after an iteration: free what it left allocated but the carried
+ * persistent tensors' allocations (weights stay on the device), on the
+ * compute stream, which has joined the copy streams. */
+static int async_release_rest(struct cx *X)
+{
+	for (uint32_t t = 0; t < X->net->n_tensors; t++)
+		if (!X->t[t].carry && async_drop(X, (int32_t)t, X->cs) < 0)
+			return -1;
+	return 0;
 }
 
 /* Milliseconds from the iteration's start to event (kind, i). */
@@ -1256,6 +1408,8 @@ static int run_iteration(struct cx *X, struct iter_rec *rec)
 			T->carry_bytes = X->place_bytes[T->cur];
 		}
 	}
+	if (X->o.alloc == MP_EXEC_ASYNC && async_release_rest(X) < 0)
+		return -1;
 	if (!rec)
 		return 0;
 	if (CU(X, cudaEventElapsedTime(&wall, X->it0, X->it1), "cudaEventElapsedTime (iteration)") < 0)
@@ -1462,10 +1616,91 @@ static int load_kernels(struct cx *X)
 	return rc;
 }
 
+/* async: a memory pool of our own on device 0 (not the device's default
+ * pool, which other code in the process may use or trim) that keeps what it
+ * has reserved: with the release threshold at UINT64_MAX, memory freed in
+ * one iteration stays reserved for the next, so that after the warm-up the
+ * iterations reuse it and make no driver allocations. */
+static int async_pool_create(struct cx *X)
+{
+	cudaMemPoolProps props;
+	uint64_t keep = UINT64_MAX;  /* cuuint64_t */
+	int ok = 0;
+
+	if (CU(X, cudaDeviceGetAttribute(&ok, cudaDevAttrMemoryPoolsSupported, 0),
+	       "cudaDeviceGetAttribute (memory pools supported)") < 0)
+		return -1;
+	if (!ok) {
+		mp_error_set(&X->err, "--alloc async: device 0 does not support stream-ordered allocation (cudaMallocAsync)");
+		X->cuda_failed = true;
+		return -1;
+	}
+	memset(&props, 0, sizeof(props));
+	props.allocType = cudaMemAllocationTypePinned;
+	props.handleTypes = cudaMemHandleTypeNone;
+	props.location.type = cudaMemLocationTypeDevice;
+	props.location.id = 0;
+	if (CU(X, cudaMemPoolCreate(&X->mpool, &props), "cudaMemPoolCreate") < 0)
+		return -1;
+	return CU(X, cudaMemPoolSetAttribute(X->mpool, cudaMemPoolAttrReleaseThreshold, &keep),
+		  "cudaMemPoolSetAttribute (release threshold)");
+}
+
+/* The memory pool's reserved and used memory: high-water marks, current. */
+static const enum cudaMemPoolAttr async_high_attr[2] = { cudaMemPoolAttrReservedMemHigh, cudaMemPoolAttrUsedMemHigh };
+static const enum cudaMemPoolAttr async_cur_attr[2] = { cudaMemPoolAttrReservedMemCurrent, cudaMemPoolAttrUsedMemCurrent };
+static const char *const async_attr_name[2] = { "reserved", "used" };
+
+/* async, after the warm-up, once its frees have run: the memory pool's
+ * high-water marks start again (0 is the only value they may be set to; it
+ * resets them), and what it holds now is their floor (async_read_high). */
+static int async_reset_high(struct cx *X)
+{
+	if (CU(X, cudaStreamSynchronize(X->cs), "cudaStreamSynchronize (after the warm-up)") < 0)
+		return -1;
+	for (int k = 0; k < 2; k++) {
+		uint64_t zero = 0;  /* cuuint64_t */
+
+		if (CU(X, cudaMemPoolSetAttribute(X->mpool, async_high_attr[k], &zero), "cudaMemPoolSetAttribute (%s high-water)",
+		       async_attr_name[k]) < 0 ||
+		    CU(X, cudaMemPoolGetAttribute(X->mpool, async_cur_attr[k], &X->async_floor[k]),
+		       "cudaMemPoolGetAttribute (%s now)", async_attr_name[k]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* async, after the measured iterations: the reserved and used high-water
+ * marks since the reset, at least what the pool held at the reset (whether
+ * a reset restarts a mark from 0 or from the current value, the runtime's
+ * documentation does not say). */
+static int async_read_high(struct cx *X, uint64_t high[2])
+{
+	for (int k = 0; k < 2; k++) {
+		if (CU(X, cudaMemPoolGetAttribute(X->mpool, async_high_attr[k], &high[k]), "cudaMemPoolGetAttribute (%s high-water)",
+		       async_attr_name[k]) < 0)
+			return -1;
+		if (high[k] < X->async_floor[k])
+			high[k] = X->async_floor[k];
+	}
+	return 0;
+}
+
 static void cx_free(struct cx *X)
 {
 	uint32_t n = X->s ? X->s->n : 0;
 
+	if (X->mpool) {
+		/* async: what the iterations left allocated (carried weights,
+		 * or all that was live at a violation), once nothing uses it;
+		 * cudaFree does not wait for a stream-ordered allocation's users */
+		cudaDeviceSynchronize();
+		for (uint32_t t = 0; X->t && t < X->net->n_tensors; t++)
+			if (X->t[t].dev)
+				cudaFree(X->t[t].dev);
+		cudaMemPoolDestroy(X->mpool);
+	}
+	pool_release(&X->pool);
 	if (X->ev)
 		for (size_t k = 0; k < (size_t)EV_KINDS * n; k++)
 			if (X->ev[k])
@@ -1533,13 +1768,8 @@ int exec_cuda_run(const struct mp_net *net, const struct mp_plan_req *req, const
 	int rc = -1;
 	char b1[32];
 
-	(void)req;
 	memset(out, 0, sizeof(*out));
 	out->failed_action = UINT32_MAX;
-	if (o->alloc != MP_EXEC_ARENA) {
-		mp_error_set(err, "--alloc %s is not supported by the CUDA backend yet (arena only)", mp_exec_alloc_name(o->alloc));
-		return -1;
-	}
 	if (!(o->time_scale > 0) || !isfinite(o->time_scale) || o->iters < 1) {
 		mp_error_set(err, "internal: bad executor options");
 		return -1;
@@ -1594,11 +1824,20 @@ int exec_cuda_run(const struct mp_net *net, const struct mp_plan_req *req, const
 	out->cuda.total_bytes = tot;
 	out->cuda.used_before_bytes = tot - fr;
 
-	/* the arena, the check buffers and the pinned host buffers */
-	X.arena_bytes = p->arena_bytes;
-	if (CU(&X, cudaMalloc((void **)&X.arena, X.arena_bytes ? X.arena_bytes : 1), "cudaMalloc (an arena of %s)",
-	       mp_fmt_bytes(X.arena_bytes, b1, sizeof(b1))) < 0)
-		goto fail;
+	/* the tensors' memory (the plan's arena or the pool's range, one
+	 * cudaMalloc; async: the memory pool), the check buffers and the
+	 * pinned host buffers */
+	if (o->alloc == MP_EXEC_ASYNC) {
+		if (async_pool_create(&X) < 0)
+			goto fail;
+	} else {
+		X.arena_bytes = o->alloc == MP_EXEC_POOL ? exec_pool_bytes(req, p, o) : p->arena_bytes;
+		if (o->alloc == MP_EXEC_POOL)
+			pool_init(&X.pool, X.arena_bytes);
+		if (CU(&X, cudaMalloc((void **)&X.arena, X.arena_bytes ? X.arena_bytes : 1), "cudaMalloc (%s of %s)",
+		       o->alloc == MP_EXEC_POOL ? "a pool" : "an arena", mp_fmt_bytes(X.arena_bytes, b1, sizeof(b1))) < 0)
+			goto fail;
+	}
 	X.n_slots = 1;
 	for (uint32_t i = 0; i < n; i++) {
 		const struct mp_action *a = &s->a[i];
@@ -1705,8 +1944,12 @@ int exec_cuda_run(const struct mp_net *net, const struct mp_plan_req *req, const
 	for (uint32_t it = 0; it < o->warmup + o->iters; it++) {
 		struct iter_rec *r = it >= o->warmup ? &recs[it - o->warmup] : NULL;
 
-		if (it == o->warmup)
-			X.used_peak = 0; /* the measured iterations' */
+		if (it == o->warmup) {
+			/* the measured iterations' */
+			X.used_peak = 0;
+			if (o->alloc == MP_EXEC_ASYNC && async_reset_high(&X) < 0)
+				goto fail;
+		}
 		if (run_iteration(&X, r) < 0) {
 			*err = X.err;
 			if (X.failed && !X.cuda_failed)
@@ -1721,6 +1964,14 @@ int exec_cuda_run(const struct mp_net *net, const struct mp_plan_req *req, const
 			out->bytes_hashed = X.hashed;
 			out->cuda.launches = X.launches;
 		}
+	}
+	if (o->alloc == MP_EXEC_ASYNC) {
+		uint64_t high[2];
+
+		if (async_read_high(&X, high) < 0)
+			goto fail;
+		out->cuda.reserved_high_bytes = high[0];
+		out->cuda.used_high_bytes = high[1];
 	}
 	/* the median iteration, as the host backend */
 	{
@@ -1756,8 +2007,11 @@ int exec_cuda_run(const struct mp_net *net, const struct mp_plan_req *req, const
 		out->h2d_busy_ms = recs[med].busy_ms[0];
 		out->d2h_busy_ms = recs[med].busy_ms[1];
 		out->mem_bytes = X.arena_bytes;
-		out->arena_high_bytes = X.arena_high;
-		out->peak_bytes = out->live_peak_bytes;
+		out->arena_high_bytes = o->alloc == MP_EXEC_ARENA ? X.arena_high : 0;
+		out->pool_high_bytes = o->alloc == MP_EXEC_POOL ? X.pool.high_blocks * POOL_BLOCK_BYTES : 0;
+		out->peak_bytes = o->alloc == MP_EXEC_POOL    ? out->pool_high_bytes
+				: o->alloc == MP_EXEC_ASYNC ? out->cuda.reserved_high_bytes
+							    : out->live_peak_bytes;
 		for (uint32_t i = 0; i < n; i++) {
 			const struct mp_action *a = &s->a[i];
 

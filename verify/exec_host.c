@@ -569,7 +569,7 @@ static bool would_deadlock(struct exec *X, uint32_t at, uint32_t upto)
 static int place(struct exec *X, uint32_t i, uint64_t bytes)
 {
 	uint64_t off = 0, end;
-	char b1[32];
+	char why[200];
 
 	if (X->use_pool) {
 		struct engine *D = &X->eng[1];
@@ -581,12 +581,7 @@ static int place(struct exec *X, uint32_t i, uint64_t bytes)
 			if (X->abort)
 				return -1;
 			if (D->head == D->n) {
-				fail_locked(X, i, "the pool (%llu bytes in %u-byte blocks) has no free run of %llu "
-					    "blocks (largest free run %llu bytes, %s in use)",
-					    (unsigned long long)X->mem_bytes, POOL_BLOCK_BYTES,
-					    (unsigned long long)pool_blocks(bytes),
-					    (unsigned long long)pool_largest_free(&X->pool),
-					    mp_fmt_bytes(X->pool.used_blocks * POOL_BLOCK_BYTES, b1, sizeof(b1)));
+				fail_locked(X, i, "%s", pool_refusal(&X->pool, bytes, why, sizeof(why)));
 				return -1;
 			}
 			act = D->q[D->head].act;
@@ -1291,11 +1286,7 @@ int exec_host_run(const struct mp_net *net, const struct mp_plan_req *req, const
 	X.ns_per_ms = o->time_scale * 1e6;
 	X.use_pool = o->alloc == MP_EXEC_POOL;
 	if (X.use_pool) {
-		uint64_t cap = o->pool_bytes;
-
-		if (!cap)
-			cap = req->budget_bytes > p->arena_bytes ? req->budget_bytes : p->arena_bytes;
-		X.mem_bytes = pool_blocks(cap) * POOL_BLOCK_BYTES;
+		X.mem_bytes = exec_pool_bytes(req, p, o);
 		pool_init(&X.pool, X.mem_bytes);
 	} else {
 		X.mem_bytes = p->arena_bytes;

@@ -8,6 +8,7 @@
  */
 #include "pool.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,4 +120,16 @@ uint64_t pool_largest_free(const struct mp_pool *p)
 		if (p->free[k].n > best)
 			best = p->free[k].n;
 	return best * POOL_BLOCK_BYTES;
+}
+
+const char *pool_refusal(const struct mp_pool *p, uint64_t bytes, char *buf, size_t n)
+{
+	char b1[32];
+
+	snprintf(buf, n, "the pool (%llu bytes in %u-byte blocks) has no free run of %llu blocks "
+		 "(largest free run %llu bytes, %s in use)",
+		 (unsigned long long)(p->blocks * POOL_BLOCK_BYTES), POOL_BLOCK_BYTES,
+		 (unsigned long long)pool_blocks(bytes), (unsigned long long)pool_largest_free(p),
+		 mp_fmt_bytes(p->used_blocks * POOL_BLOCK_BYTES, b1, sizeof(b1)));
+	return buf;
 }

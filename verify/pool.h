@@ -12,6 +12,7 @@
 #ifndef MP_POOL_H
 #define MP_POOL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* SuperNeurons' basic storage unit. */
@@ -48,5 +49,10 @@ void pool_free(struct mp_pool *p, uint64_t off, uint64_t bytes);
 
 /* The longest free run, in bytes (what the largest allocation could get). */
 uint64_t pool_largest_free(const struct mp_pool *p);
+
+/* Why pool_alloc(p, bytes) failed, for a violation: "the pool (N bytes in
+ * 1024-byte blocks) has no free run of K blocks (largest free run L bytes,
+ * U in use)", into buf[n].  Returns buf. */
+const char *pool_refusal(const struct mp_pool *p, uint64_t bytes, char *buf, size_t n);
 
 #endif

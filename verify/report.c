@@ -9,6 +9,7 @@
 #include "exec.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,6 +168,18 @@ static json_t *row_json(const struct mp_exec_row *R)
 	return o;
 }
 
+/* "<what>_high_water_bytes" and "<what>_vs_arena": an allocator's
+ * high-water mark, and against the plan's arena. */
+static void high_water_json(json_t *o, const char *what, uint64_t bytes, uint64_t arena)
+{
+	char key[64];
+
+	snprintf(key, sizeof(key), "%s_high_water_bytes", what);
+	json_object_set_new(o, key, json_integer((json_int_t)bytes));
+	snprintf(key, sizeof(key), "%s_vs_arena", what);
+	json_object_set_new(o, key, arena ? json_real((double)bytes / (double)arena) : json_null());
+}
+
 static json_t *times_json(double start, double end, uint64_t bytes, const char *bytes_key)
 {
 	json_t *o = json_object();
@@ -216,15 +229,18 @@ json_t *exec_report_json(const struct mp_net *net, const struct mp_plan *p,
 	json_object_set_new(root, "phases", o);
 
 	o = json_object();
-	json_object_set_new(o, r->cuda.present ? "device_arena_bytes" : "host_bytes", json_integer((json_int_t)r->mem_bytes));
+	if (r->alloc != MP_EXEC_ASYNC) /* the arena, or the pool's range; async has neither */
+		json_object_set_new(o, r->cuda.present ? "device_arena_bytes" : "host_bytes",
+				    json_integer((json_int_t)r->mem_bytes));
 	json_object_set_new(o, "plan_arena_bytes", json_integer((json_int_t)p->arena_bytes));
 	json_object_set_new(o, "live_peak_bytes", json_integer((json_int_t)r->live_peak_bytes));
 	json_object_set_new(o, "live_peak_action", json_integer(r->live_peak_action));
 	json_object_set_new(o, "live_peak_max_bytes", json_integer((json_int_t)r->live_peak_max_bytes));
 	if (r->alloc == MP_EXEC_POOL) {
-		json_object_set_new(o, "pool_high_water_bytes", json_integer((json_int_t)r->pool_high_bytes));
-		json_object_set_new(o, "pool_vs_arena", p->arena_bytes ? json_real((double)r->pool_high_bytes /
-							(double)p->arena_bytes) : json_null());
+		high_water_json(o, "pool", r->pool_high_bytes, p->arena_bytes);
+	} else if (r->alloc == MP_EXEC_ASYNC) {
+		high_water_json(o, "reserved", r->cuda.reserved_high_bytes, p->arena_bytes);
+		json_object_set_new(o, "used_high_water_bytes", json_integer((json_int_t)r->cuda.used_high_bytes));
 	} else {
 		json_object_set_new(o, "arena_high_water_bytes", json_integer((json_int_t)r->arena_high_bytes));
 	}

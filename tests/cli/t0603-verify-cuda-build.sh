@@ -7,6 +7,7 @@
 . "$(dirname "$0")/../lib.sh"
 LOOSE="--tolerance-time 100000 --tolerance-peak 100"
 memplan plan examples/chain.json --budget 13000 -o "$TMP/p.json" >/dev/null
+memplan plan examples/chain.json --budget 64K -o "$TMP/p64.json" >/dev/null
 
 memplan verify --probe >"$TMP/probe.out" 2>"$TMP/probe.err"
 if grep -qE '^cuda +backend: built in ' "$TMP/probe.out"; then
@@ -51,13 +52,36 @@ if [ $backend = 1 ] && [ $gpu = 1 ]; then
 	expect_run "chain on the GPU: the report" 0 -- \
 		memplan verify "$TMP/p.json" --device cuda --iters 1 $LOOSE --report "$TMP/r.json"
 	expect_run "the report names the device" 0 --stdout-grep '^ "device": "cuda",?$' -- cat "$TMP/r.json"
-	expect_run "pool is not there yet" 2 \
-		--stderr "memplan: --alloc: pool is not supported by the CUDA backend yet (arena only)" -- \
-		memplan verify "$TMP/p.json" --device cuda --alloc pool
+	# the first-fit pool over one cudaMalloc: its high-water mark, and a
+	# pool the fragments leave too small is a violation, worded as on the host
+	expect_run "pool on the GPU: backend line" 0 \
+		--stdout-grep "^backend +cuda: .*, a 64\.0 KiB pool of 1024-byte blocks, first fit \(SuperNeurons 3\.2\.1\) in one cudaMalloc, " -- \
+		memplan verify "$TMP/p64.json" --device cuda --alloc pool --iters 1 $LOOSE
+	expect_run "pool on the GPU: high-water" 0 \
+		--stdout-grep '^pool +high-water [0-9.]+ KiB: [0-9.]+x the plan.s arena [0-9.]+ KiB, [0-9.]+x the live peak [0-9.]+ KiB$' -- \
+		memplan verify "$TMP/p64.json" --device cuda --alloc pool --iters 2 $LOOSE
+	expect_run "pool on the GPU: too small" 1 \
+		--stderr-grep "^memplan: verify: schedule\[[0-9]+\] (alloc|swap_in) '[^']+': the pool \([0-9]+ bytes in 1024-byte blocks\) has no free run of [0-9]+ blocks" -- \
+		memplan verify "$TMP/p.json" --device cuda --alloc pool --iters 1 $LOOSE
+	# cudaMallocAsync: data intact, the memory pool's high-water marks (the
+	# reserved one is the peak, in the driver's granularity: far above a toy
+	# net's prediction)
+	ASYNC="--tolerance-time 100000 --tolerance-peak 1000000"
+	expect_run "async on the GPU: no data lost" 0 \
+		--stdout-grep '^data +every read checked: [1-9][0-9]* reads, [1-9][0-9]* copies, .*; nothing lost$' -- \
+		memplan verify "$TMP/p.json" --device cuda --alloc async --iters 2 $ASYNC
+	expect_run "async on the GPU: high-water" 0 \
+		--stdout-grep '^async +reserved high-water [0-9.]+ [KMG]iB: [0-9.]+x the plan.s arena .*; used high-water [0-9.]+ [KMG]?i?B$' -- \
+		memplan verify "$TMP/p.json" --device cuda --alloc async --iters 2 $ASYNC
+	expect_run "async on the GPU: the report" 0 -- \
+		memplan verify "$TMP/p.json" --device cuda --alloc async --iters 1 $ASYNC --report "$TMP/ra.json"
+	expect_run "the report has the reserved high-water" 0 --stdout-grep '^  "reserved_high_water_bytes": [1-9][0-9]*,$' -- \
+		cat "$TMP/ra.json"
 else
 	skip "no GPU" "verify --probe measuring pinned h2d/d2h bandwidth on a device"
 	skip "no GPU" "verify --device cuda running examples/chain.json with every read checked"
 	skip "no GPU" "verify --device cuda --report naming the device"
-	skip "no GPU" "verify --device cuda --alloc pool refused (exit 2)"
+	skip "no GPU" "verify --device cuda --alloc pool: high-water, and a pool too small is a violation"
+	skip "no GPU" "verify --device cuda --alloc async: data intact, reserved and used high-water"
 fi
 done_testing
