@@ -917,7 +917,8 @@ static void geometry_infer(struct loader *L, uint32_t idx)
 				continue;
 			if (s->type == MP_L_CONV) {
 				g.kernel[i] = w->d[2 + i];
-				found = pad_for(in, out, g.kernel[i], st, &g.pad[i]);
+				found = g.kernel[i] <= INT32_MAX &&
+					pad_for(in, out, g.kernel[i], st, &g.pad[i]);
 			} else {
 				found = pool_fit(in, out, st, &g.kernel[i], &g.pad[i]);
 			}
@@ -1042,8 +1043,14 @@ static int geometry_given(struct loader *L, uint32_t idx)
 				     path, a, b);
 			return -1;
 		}
-		for (uint32_t i = 0; i < nsp; i++)
+		for (uint32_t i = 0; i < nsp; i++) {
 			g.kernel[i] = want[2 + i];
+			if (g.kernel[i] > INT32_MAX) {
+				mp_error_set(L->err, "%s.params[0][%u]: a kernel of %u is larger than %d", path, 2 + i,
+					     g.kernel[i], INT32_MAX);
+				return -1;
+			}
+		}
 	} else {
 		if (!(s->geo_given & (1u << GK_KERNEL))) {
 			mp_error_set(L->err, "%s: a pool layer's geometry needs \"kernel\"", p);

@@ -221,6 +221,7 @@ bad geo-groups-not-dividing "layers[1].groups: 2 does not divide the input's 3 c
 bad geo-groups-not-dividing-output "layers[1].groups: 2 does not divide the output's 15 channels"
 bad geo-weight-mismatch 'layers[1].params[0]: the weight [16, 3, 3, 3] is not [K, C/groups, kernel...] = [16, 3, 5, 5]'
 bad geo-weight-groups-mismatch 'layers[1].params[0]: the weight [16, 4, 3, 3] is not [K, C/groups, kernel...] = [16, 2, 3, 3]'
+bad geo-weight-kernel-huge 'layers[1].params[0][2]: a kernel of 4294967295 is larger than 2147483647'
 bad geo-weight-dims 'layers[1].params[0]: the weight [16, 27] has 2 dimensions, not the 4 of [K, C/groups, kernel...]'
 bad geo-pool-no-kernel "layers[3].stride: a pool layer's geometry needs \"kernel\""
 bad geo-pool-channels "layers[3].shape[1]: a pool layer keeps its input's channels: 8, its input 'relu1' has 16"
