@@ -1,6 +1,8 @@
 /*
  * Loading and lowering memplan-net/1 (memplan-net(5)).  Layers are parsed,
- * checked (names, inputs, sizes, times, in-place safety, cycles), then lowered
+ * checked (names, inputs, sizes, times, in-place safety, cycles), given their
+ * conv and pool geometry (checked when the file gives it, inferred from the
+ * shapes when not), then lowered
  * in file order to forward, backward and optimizer ops over tensors.  Explicit
  * "tensors" and "ops" are appended and may name lowered tensors.
  * O(layers + ops + tensor uses), with hash maps for names.
@@ -89,6 +91,10 @@ static unsigned default_saves(enum mp_layer_type t, int pool_max)
 	}
 }
 
+/* Conv and pool geometry keys (memplan-net(5) "Geometry"). */
+enum { GK_KERNEL, GK_STRIDE, GK_PAD, GK_DILATION, GK_GROUPS, GK__COUNT };
+static const char *const geo_keys[GK__COUNT] = { "kernel", "stride", "pad", "dilation", "groups" };
+
 /* A layer while loading: what the JSON said, before lowering. */
 struct lspec {
 	const char *name;
@@ -106,6 +112,11 @@ struct lspec {
 	uint32_t batch;          /* first dimension of the shape; 1 without one */
 	bool per_sample;         /* has a shape whose first dimension is the net's batch */
 	bool has_shape;
+	/* the shapes and the geometry go straight to net->layers[] (no copy
+	 * per layer); the geometry keys' values wait there, in geom, until
+	 * layer_geometry checks them */
+	unsigned geo_given;      /* bit (1 << GK_*) per geometry key in the file */
+	uint8_t geo_n[GK__COUNT]; /* 0: one integer for every dimension; else the array's length */
 	unsigned saves;
 	bool inplace, pool_max, timed;
 	/* derived */
@@ -306,7 +317,7 @@ static int parse_shape(struct loader *L, json_t *v, const char *path, uint64_t *
 		mp_error_set(L->err, "%s: expected an array of dimensions, got %s", path, jget_type(v));
 		return -1;
 	}
-	if (json_array_size(v) == 0 || json_array_size(v) > 8) {
+	if (json_array_size(v) == 0 || json_array_size(v) > MP_MAX_DIMS) {
 		mp_error_set(L->err, "%s: expected 1 to 8 dimensions, got %zu", path, json_array_size(v));
 		return -1;
 	}
@@ -331,6 +342,18 @@ static int parse_shape(struct loader *L, json_t *v, const char *path, uint64_t *
 		}
 	}
 	return 0;
+}
+
+/* Keep a parsed shape; a dimension above UINT32_MAX makes it unknown (nd 0). */
+static void shape_keep(struct mp_shape *sh, const uint64_t *dims, unsigned nd)
+{
+	sh->nd = 0;
+	for (unsigned i = 0; i < nd; i++) {
+		if (dims[i] > UINT32_MAX)
+			return;
+		sh->d[i] = (uint32_t)dims[i];
+	}
+	sh->nd = (uint8_t)nd;
 }
 
 static int shape_bytes(struct loader *L, uint64_t elems, enum mp_dtype dt,
@@ -404,7 +427,8 @@ static int count_bytes(struct loader *L, uint64_t bytes, const char *key, const 
 	return 0;
 }
 
-static int parse_params(struct loader *L, struct lspec *s, json_t *obj, const char *path)
+static int parse_params(struct loader *L, struct lspec *s, struct mp_layer *ly, json_t *obj,
+			const char *path)
 {
 	json_t *params = json_object_get(obj, "params"), *pb = json_object_get(obj, "param_bytes");
 	char p[256], q[300];
@@ -423,19 +447,24 @@ static int parse_params(struct loader *L, struct lspec *s, json_t *obj, const ch
 		}
 		s->n_params = (uint32_t)json_array_size(params);
 		s->param_bytes = arena_array(L->net, s->n_params, sizeof(uint64_t));
+		ly->params = arena_array(L->net, s->n_params, sizeof(*ly->params));
 		json_array_foreach(params, i, v) {
-			uint64_t elems;
+			uint64_t elems, dims[MP_MAX_DIMS];
+			unsigned nd;
 
 			jget_index(q, sizeof(q), p, i);
-			if (parse_shape(L, v, q, &elems, NULL, NULL) < 0 ||
+			if (parse_shape(L, v, q, &elems, dims, &nd) < 0 ||
 			    shape_bytes(L, elems, s->dtype, q, &s->param_bytes[i]) < 0)
 				return -1;
+			shape_keep(&ly->params[i], dims, nd);
 		}
 	} else if (pb) {
 		jget_path(p, sizeof(p), path, "param_bytes");
+		/* shapes unknown: nd 0 (the arena zeroes) */
 		if (json_is_array(pb)) {
 			s->n_params = (uint32_t)json_array_size(pb);
 			s->param_bytes = arena_array(L->net, s->n_params, sizeof(uint64_t));
+			ly->params = arena_array(L->net, s->n_params, sizeof(*ly->params));
 			json_array_foreach(pb, i, v) {
 				jget_index(q, sizeof(q), p, i);
 				if (jget_size(v, q, &s->param_bytes[i], L->err) < 0)
@@ -444,6 +473,7 @@ static int parse_params(struct loader *L, struct lspec *s, json_t *obj, const ch
 		} else {
 			s->n_params = 1;
 			s->param_bytes = arena_array(L->net, 1, sizeof(uint64_t));
+			ly->params = arena_array(L->net, 1, sizeof(*ly->params));
 			if (jget_size(pb, p, &s->param_bytes[0], L->err) < 0)
 				return -1;
 		}
@@ -553,12 +583,88 @@ static int parse_saves(struct loader *L, struct lspec *s, json_t *v, const char 
 	return 0;
 }
 
+/* One integer of a geometry key: >= 1 (pad: >= 0), at most INT32_MAX (what
+ * cuDNN's descriptors take). */
+static int geo_int(struct loader *L, json_t *v, const char *path, int64_t lo, uint32_t *out)
+{
+	int64_t x;
+
+	if (!json_is_integer(v)) {
+		mp_error_set(L->err, "%s: expected an integer, got %s", path, jget_type(v));
+		return -1;
+	}
+	x = json_integer_value(v);
+	if (x < lo) {
+		mp_error_set(L->err, lo ? "%s: must be positive, got %lld" : "%s: must not be negative, got %lld",
+			     path, (long long)x);
+		return -1;
+	}
+	if (x > INT32_MAX) {
+		mp_error_set(L->err, "%s: %lld is larger than %d", path, (long long)x, INT32_MAX);
+		return -1;
+	}
+	*out = (uint32_t)x;
+	return 0;
+}
+
+/* "kernel", "stride", "pad", "dilation": an integer for every spatial
+ * dimension or an array of one per dimension (its length is checked against
+ * the shapes later); "groups": an integer. */
+static uint32_t *geo_raw(struct mp_geom *g, int key)
+{
+	switch (key) {
+	case GK_KERNEL: return g->kernel;
+	case GK_STRIDE: return g->stride;
+	case GK_PAD: return g->pad;
+	case GK_DILATION: return g->dilation;
+	default: return &g->groups;
+	}
+}
+
+static int parse_geo_value(struct loader *L, struct lspec *s, struct mp_layer *ly, int g,
+			   json_t *v, const char *path)
+{
+	uint32_t *val = geo_raw(&ly->geom, g);
+	int64_t lo = g == GK_PAD ? 0 : 1;
+	char q[300];
+	size_t i, n;
+	json_t *x;
+
+	if (json_is_integer(v)) {
+		if (geo_int(L, v, path, lo, &val[0]) < 0)
+			return -1;
+		if (g != GK_GROUPS)
+			val[1] = val[2] = val[0];
+		s->geo_n[g] = 0;
+		return 0;
+	}
+	if (g == GK_GROUPS || !json_is_array(v)) {
+		mp_error_set(L->err, "%s: expected %s, got %s", path,
+			     g == GK_GROUPS ? "a positive integer" :
+			     g == GK_PAD ? "an integer >= 0 or an array of them, one per spatial dimension" :
+			     "a positive integer or an array of them, one per spatial dimension",
+			     jget_type(v));
+		return -1;
+	}
+	n = json_array_size(v);
+	if (n < 1 || n > 3) {
+		mp_error_set(L->err, "%s: expected one value per spatial dimension (1 to 3), got %zu", path, n);
+		return -1;
+	}
+	json_array_foreach(v, i, x)
+		if (geo_int(L, x, jget_index(q, sizeof(q), path, i), lo, &val[i]) < 0)
+			return -1;
+	s->geo_n[g] = (uint8_t)n;
+	return 0;
+}
+
 static int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 {
 	static const char *const keys[] = { "name", "type", "inputs", "shape", "bytes",
 		"dtype", "params", "param_bytes", "time", "workspace", "algos", "saves",
-		"inplace", "mode", "comment", NULL };
+		"inplace", "mode", "kernel", "stride", "pad", "dilation", "groups", "comment", NULL };
 	struct lspec *s = &L->ls[idx];
+	struct mp_layer *ly = &L->net->layers[idx];
 	char path[64], p[256], q[300];
 	json_t *v;
 	size_t i;
@@ -614,13 +720,14 @@ static int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 		}
 	}
 	{
-		uint64_t dims[8];
+		uint64_t dims[MP_MAX_DIMS];
 		unsigned nd = 0;
 
 		if (parse_size_pair(L, obj, path, s->dtype, &s->out_bytes, &s->elems, dims, &nd) < 0)
 			return -1;
 		s->batch = nd >= 1 && dims[0] <= UINT32_MAX ? (uint32_t)dims[0] : 1;
 		s->has_shape = nd >= 1;
+		shape_keep(&ly->shape, dims, nd);
 		/* output, its gradient, and a mask or statistics */
 		if (count_bytes(L, 3 * s->out_bytes, json_object_get(obj, "shape") ? "shape" : "bytes", path) < 0)
 			return -1;
@@ -636,7 +743,7 @@ static int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 		if (s->stats_bytes == 0)
 			s->stats_bytes = 8;
 	}
-	if (parse_params(L, s, obj, path) < 0)
+	if (parse_params(L, s, ly, obj, path) < 0)
 		return -1;
 	s->ms[0] = s->ms[1] = s->ms[2] = -1;
 	if ((v = json_object_get(obj, "time"))) {
@@ -680,6 +787,22 @@ static int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 		}
 		s->pool_max = !strcmp(m, "max");
 	}
+	for (int g = 0; g < GK__COUNT; g++) {
+		if (!(v = json_object_get(obj, geo_keys[g])))
+			continue;
+		jget_path(p, sizeof(p), path, geo_keys[g]);
+		if (g == GK_GROUPS && s->type != MP_L_CONV) {
+			mp_error_set(L->err, "%s: only conv layers have groups", p);
+			return -1;
+		}
+		if (s->type != MP_L_CONV && s->type != MP_L_POOL) {
+			mp_error_set(L->err, "%s: only conv and pool layers have a %s", p, geo_keys[g]);
+			return -1;
+		}
+		if (parse_geo_value(L, s, ly, g, v, p) < 0)
+			return -1;
+		s->geo_given |= 1u << g;
+	}
 	s->saves = default_saves(s->type, s->pool_max);
 	if ((v = json_object_get(obj, "saves")) &&
 	    parse_saves(L, s, v, jget_path(p, sizeof(p), path, "saves")) < 0)
@@ -697,6 +820,287 @@ static int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 		mp_error_set(L->err, "%s.comment: expected a string, got %s", path, jget_type(v));
 		return -1;
 	}
+	return 0;
+}
+
+/* ---- geometry ---------------------------------------------------------- */
+
+/* One spatial output size: floor((in + 2 pad - dilation (kernel - 1) - 1) /
+ * stride) + 1, or -1 when the window is wider than the padded input.  Every
+ * argument is below 2^33 (dimensions are uint32, geometry values int32), so
+ * the arithmetic fits int64. */
+static int64_t geo_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d)
+{
+	int64_t num = in + 2 * p - d * (k - 1) - 1;
+
+	return num < 0 ? -1 : num / s + 1;
+}
+
+/* The smallest pad in [0, k - 1] giving out (dilation 1), in closed form: the
+ * output grows with the pad, so the first pad reaching out is the only
+ * candidate.  false when none. */
+static bool pad_for(int64_t in, int64_t out, int64_t k, int64_t s, uint32_t *pad)
+{
+	int64_t lo = (out - 1) * s + k - in, p = lo <= 0 ? 0 : (lo + 1) / 2;
+
+	if (p > k - 1 || geo_out(in, k, s, p, 1) != out)
+		return false;
+	*pad = (uint32_t)p;
+	return true;
+}
+
+/* Pool window for stride s: kernel s or s + 1 with pad 0 covering the input
+ * exactly ((in - kernel) divisible by s, no row left over), then kernel s or
+ * s + 1 with the smallest pad that gives out. */
+static bool pool_fit(int64_t in, int64_t out, int64_t s, uint32_t *k, uint32_t *pad)
+{
+	for (int64_t kk = s; kk <= s + 1; kk++)
+		if (kk <= INT32_MAX && geo_out(in, kk, s, 0, 1) == out && (in - kk) % s == 0) {
+			*k = (uint32_t)kk;
+			*pad = 0;
+			return true;
+		}
+	for (int64_t kk = s; kk <= s + 1; kk++)
+		if (kk <= INT32_MAX && pad_for(in, out, kk, s, pad)) {
+			*k = (uint32_t)kk;
+			return true;
+		}
+	return false;
+}
+
+/*
+ * Geometry of a conv or pool layer that gives no geometry keys, from its
+ * shapes (memplan-net(5) "Geometry"); the geometry's nsp stays 0 when the shapes
+ * do not fit the rule.  Never an error: analysis does not need geometry.
+ * O(spatial dimensions).
+ */
+static void geometry_infer(struct loader *L, uint32_t idx)
+{
+	const struct lspec *s = &L->ls[idx];
+	struct mp_layer *ly = &L->net->layers[idx];
+	const struct mp_shape *o = &ly->shape, *x, *w = NULL;
+	struct mp_geom g = { 0 };
+	uint32_t nsp;
+
+	if (s->n_inputs != 1 || o->nd < 3 || o->nd > 5)
+		return;
+	x = &L->net->layers[s->inputs[0]].shape;
+	if (x->nd != o->nd || x->d[0] != o->d[0])
+		return;
+	nsp = o->nd - 2u;
+	if (s->type == MP_L_CONV) {
+		if (!s->n_params)
+			return;
+		w = &ly->params[0];
+		if (w->nd != o->nd || w->d[0] != o->d[1] || x->d[1] % w->d[1])
+			return;
+		g.groups = x->d[1] / w->d[1];
+		if (o->d[1] % g.groups)
+			return;
+	} else {
+		if (x->d[1] != o->d[1])
+			return;
+		g.groups = 1;
+	}
+	for (uint32_t i = 0; i < nsp; i++) {
+		int64_t in = x->d[2 + i], out = o->d[2 + i], s0 = (in + out / 2) / out;
+		bool found = false;
+
+		if (s0 < 1)
+			s0 = 1;
+		g.dilation[i] = 1;
+		/* the rounded ratio, then one less and one more */
+		for (int t = 0; t < 3 && !found; t++) {
+			int64_t st = t == 0 ? s0 : t == 1 ? s0 - 1 : s0 + 1;
+
+			if (st < 1 || st > INT32_MAX)
+				continue;
+			if (s->type == MP_L_CONV) {
+				g.kernel[i] = w->d[2 + i];
+				found = g.kernel[i] <= INT32_MAX &&
+					pad_for(in, out, g.kernel[i], st, &g.pad[i]);
+			} else {
+				found = pool_fit(in, out, st, &g.kernel[i], &g.pad[i]);
+			}
+			g.stride[i] = (uint32_t)st;
+		}
+		if (!found)
+			return;
+	}
+	g.nsp = (uint8_t)nsp;
+	ly->geom = g;
+}
+
+static void fmt_dims(char *buf, size_t n, const uint32_t *d, unsigned nd)
+{
+	size_t used = 0;
+
+	buf[0] = 0;
+	for (unsigned i = 0; i < nd && used < n; i++)
+		used += (size_t)snprintf(buf + used, n - used, "%s%u", i ? ", " : "", d[i]);
+}
+
+/* Why a shape is unknown, for "geometry needs shapes" messages. */
+static const char *no_shape_why(const struct lspec *s)
+{
+	return s->has_shape ? "has a dimension above 4294967295" : "has \"bytes\", not a \"shape\"";
+}
+
+/*
+ * Geometry of a conv or pool layer that gives geometry keys: missing keys
+ * take their defaults (kernel: the weight's; stride 1, for pool the kernel;
+ * pad 0; dilation 1; groups 1), then everything is checked against the
+ * shapes.  -1 with the JSON path of what disagrees.  O(spatial dimensions).
+ */
+static int geometry_given(struct loader *L, uint32_t idx)
+{
+	const struct lspec *s = &L->ls[idx];
+	struct mp_layer *ly = &L->net->layers[idx];
+	const struct mp_geom *raw = &ly->geom; /* the keys' values, as parsed */
+	const struct mp_shape *o = &ly->shape, *x, *w = NULL;
+	struct mp_geom g = { 0 };
+	char path[64], p[256], a[128], b[128];
+	const char *in_name;
+	uint32_t nsp, c, k;
+	int first = 0;
+
+
+	jget_index(path, sizeof(path), "layers", idx);
+	while (!(s->geo_given & (1u << first)))
+		first++;
+	jget_path(p, sizeof(p), path, geo_keys[first]);
+	if (!o->nd) {
+		mp_error_set(L->err, "%s: geometry needs shapes: '%s' %s", p, s->name, no_shape_why(s));
+		return -1;
+	}
+	if (s->n_inputs != 1) {
+		mp_error_set(L->err, "%s: geometry needs exactly one input; '%s' reads %u", p, s->name, s->n_inputs);
+		return -1;
+	}
+	x = &L->net->layers[s->inputs[0]].shape;
+	in_name = L->ls[s->inputs[0]].name;
+	if (!x->nd) {
+		mp_error_set(L->err, "%s: geometry needs shapes: the input '%s' %s", p, in_name,
+			     no_shape_why(&L->ls[s->inputs[0]]));
+		return -1;
+	}
+	if (o->nd < 3 || o->nd > 5) {
+		mp_error_set(L->err, "%s: geometry needs a shape [N, C, spatial...] with 1 to 3 spatial dimensions; '%s' has %u dimensions",
+			     p, s->name, o->nd);
+		return -1;
+	}
+	if (x->nd != o->nd) {
+		mp_error_set(L->err, "%s: geometry needs the input's shape to have as many dimensions: '%s' has %u, its input '%s' %u",
+			     p, s->name, o->nd, in_name, x->nd);
+		return -1;
+	}
+	nsp = o->nd - 2u;
+	for (int gk = 0; gk < GK_GROUPS; gk++)
+		if (s->geo_n[gk] && s->geo_n[gk] != nsp) {
+			mp_error_set(L->err, "%s.%s: expected %u values, one per spatial dimension of [N, C, ...], got %u",
+				     path, geo_keys[gk], nsp, s->geo_n[gk]);
+			return -1;
+		}
+	if (o->d[0] != x->d[0]) {
+		mp_error_set(L->err, "%s.shape[0]: batch %u differs from the input '%s' batch %u",
+			     path, o->d[0], in_name, x->d[0]);
+		return -1;
+	}
+	c = x->d[1];
+	k = o->d[1];
+	g.groups = s->geo_given & (1u << GK_GROUPS) ? raw->groups : 1;
+	if (s->type == MP_L_CONV) {
+		uint32_t want[MP_MAX_DIMS];
+
+		if (!s->n_params) {
+			mp_error_set(L->err, "%s: geometry needs the conv's weight in \"params\"", p);
+			return -1;
+		}
+		w = &ly->params[0];
+		if (!w->nd) {
+			mp_error_set(L->err, "%s: geometry needs shapes: the weight is given as \"param_bytes\"", p);
+			return -1;
+		}
+		if (c % g.groups || k % g.groups) {
+			mp_error_set(L->err, "%s.groups: %u does not divide the %s's %u channels", path, g.groups,
+				     c % g.groups ? "input" : "output", c % g.groups ? c : k);
+			return -1;
+		}
+		if (w->nd != o->nd) {
+			fmt_dims(a, sizeof(a), w->d, w->nd);
+			mp_error_set(L->err, "%s.params[0]: the weight [%s] has %u dimensions, not the %u of [K, C/groups, kernel...]",
+				     path, a, w->nd, o->nd);
+			return -1;
+		}
+		want[0] = k;
+		want[1] = c / g.groups;
+		for (uint32_t i = 0; i < nsp; i++)
+			want[2 + i] = s->geo_given & (1u << GK_KERNEL) ? raw->kernel[i] : w->d[2 + i];
+		if (memcmp(w->d, want, o->nd * sizeof(*want))) {
+			fmt_dims(a, sizeof(a), w->d, w->nd);
+			fmt_dims(b, sizeof(b), want, o->nd);
+			mp_error_set(L->err, "%s.params[0]: the weight [%s] is not [K, C/groups, kernel...] = [%s]",
+				     path, a, b);
+			return -1;
+		}
+		for (uint32_t i = 0; i < nsp; i++) {
+			g.kernel[i] = want[2 + i];
+			if (g.kernel[i] > INT32_MAX) {
+				mp_error_set(L->err, "%s.params[0][%u]: a kernel of %u is larger than %d", path, 2 + i,
+					     g.kernel[i], INT32_MAX);
+				return -1;
+			}
+		}
+	} else {
+		if (!(s->geo_given & (1u << GK_KERNEL))) {
+			mp_error_set(L->err, "%s: a pool layer's geometry needs \"kernel\"", p);
+			return -1;
+		}
+		if (k != c) {
+			mp_error_set(L->err, "%s.shape[1]: a pool layer keeps its input's channels: %u, its input '%s' has %u",
+				     path, k, in_name, c);
+			return -1;
+		}
+		for (uint32_t i = 0; i < nsp; i++)
+			g.kernel[i] = raw->kernel[i];
+	}
+	for (uint32_t i = 0; i < nsp; i++) {
+		int64_t got;
+
+		g.stride[i] = s->geo_given & (1u << GK_STRIDE) ? raw->stride[i] :
+			      s->type == MP_L_POOL ? g.kernel[i] : 1;
+		g.pad[i] = s->geo_given & (1u << GK_PAD) ? raw->pad[i] : 0;
+		g.dilation[i] = s->geo_given & (1u << GK_DILATION) ? raw->dilation[i] : 1;
+		got = geo_out(x->d[2 + i], g.kernel[i], g.stride[i], g.pad[i], g.dilation[i]);
+		if (got < 0) {
+			mp_error_set(L->err, "%s.shape[%u]: the window, %u*(%u - 1) + 1 = %llu wide, is wider than the input '%s' with its padding, %u + 2*%u = %llu",
+				     path, 2 + i, g.dilation[i], g.kernel[i],
+				     (unsigned long long)g.dilation[i] * (g.kernel[i] - 1) + 1, in_name, x->d[2 + i], g.pad[i],
+				     (unsigned long long)x->d[2 + i] + 2ull * g.pad[i]);
+			return -1;
+		}
+		if (got != o->d[2 + i]) {
+			mp_error_set(L->err, "%s.shape[%u]: expected floor((%u + 2*%u - %u*(%u - 1) - 1) / %u) + 1 = %lld from the input '%s' and the geometry, got %u",
+				     path, 2 + i, x->d[2 + i], g.pad[i], g.dilation[i], g.kernel[i], g.stride[i],
+				     (long long)got, in_name, o->d[2 + i]);
+			return -1;
+		}
+	}
+	g.nsp = (uint8_t)nsp;
+	g.given = true;
+	ly->geom = g;
+	return 0;
+}
+
+static int layer_geometry(struct loader *L, uint32_t idx)
+{
+	const struct lspec *s = &L->ls[idx];
+
+	if (s->type != MP_L_CONV && s->type != MP_L_POOL)
+		return 0;
+	if (s->geo_given)
+		return geometry_given(L, idx);
+	geometry_infer(L, idx);
 	return 0;
 }
 
@@ -862,7 +1266,6 @@ static int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 		if (L->ls[i].inplace && check_inplace(L, i) < 0)
 			goto out;
 
-	net->layers = mp_xcalloc(n, sizeof(*net->layers));
 	net->n_layers = n;
 	for (uint32_t i = 0; i < n; i++) {
 		struct lspec *s = &L->ls[i];
@@ -880,6 +1283,10 @@ static int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 		ly->inputs = s->inputs;
 		ly->inplace = s->inplace;
 		ly->fwd_op = ly->bwd_op = ly->upd_op = -1;
+		ly->pool_mode = s->type == MP_L_POOL && !s->pool_max;
+		ly->dtype = s->dtype;
+		ly->n_params = s->n_params; /* shape, params and geom: parse_layer and layer_geometry */
+		ly->dout = ly->mask = ly->stats = -1;
 		dout[i] = -1;
 		if (s->inplace) {
 			ly->out = net->layers[s->inputs[0]].out;
@@ -912,6 +1319,8 @@ static int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 				goto dup_tensor;
 			net->tensors[stats].per_sample = s->per_sample && s->type != MP_L_BN;
 		}
+		ly->mask = mask;
+		ly->stats = stats;
 		/* forward op */
 		op = add_op(L, fmt_name(net, nm, ".fwd"), MP_PHASE_FWD, s->type, (int32_t)i, &op_id);
 		if (!op)
@@ -956,6 +1365,7 @@ static int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 			if (dout[i] < 0)
 				goto dup_tensor;
 			net->tensors[dout[i]].per_sample = s->per_sample;
+			ly->dout = dout[i];
 		}
 	}
 	/* backward and optimizer ops, after all gradients exist */
@@ -1384,6 +1794,7 @@ static int parse_layers(struct loader *L, json_t *arr)
 	}
 	n = (uint32_t)json_array_size(arr);
 	L->ls = mp_xcalloc(n ? n : 1, sizeof(*L->ls));
+	L->net->layers = mp_xcalloc(n ? n : 1, sizeof(*L->net->layers));
 	mp_strmap_reserve(&L->layer_names, n);
 	/* pass 1: names and types, so inputs may name any layer */
 	json_array_foreach(arr, i, obj) {
@@ -1421,6 +1832,10 @@ static int parse_layers(struct loader *L, json_t *arr)
 	}
 	json_array_foreach(arr, i, obj)
 		if (parse_layer(L, obj, (uint32_t)i) < 0)
+			return -1;
+	/* after every layer's shape is known: inputs may come later in the file */
+	for (uint32_t k = 0; k < n; k++)
+		if (layer_geometry(L, k) < 0)
 			return -1;
 	for (uint32_t k = 0; k < n; k++)
 		for (uint32_t j = 0; j < L->ls[k].n_inputs; j++)
@@ -1724,6 +2139,9 @@ struct mp_net *net_scaled(const struct mp_net *net, uint32_t batch, double compu
 	memcpy(c->tensors, net->tensors, net->n_tensors * sizeof(*c->tensors));
 	memcpy(c->ops, net->ops, net->n_ops * sizeof(*c->ops));
 	memcpy(c->layers, net->layers, net->n_layers * sizeof(*c->layers));
+	for (uint32_t i = 0; i < net->n_layers; i++) /* the shapes of per-sample outputs */
+		if (c->layers[i].shape.nd && c->layers[i].shape.d[0] == net->batch)
+			c->layers[i].shape.d[0] = batch;
 	for (uint32_t t = 0; t < net->n_tensors; t++) {
 		struct mp_tensor *x = &c->tensors[t];
 

@@ -82,14 +82,45 @@ struct mp_op {
 	uint32_t *in_json;     /* explicit ops: [n_in] index in "inputs" of each; else NULL */
 };
 
+/* A tensor's shape as the file gave it; nd 0: given as bytes, or a dimension
+ * above UINT32_MAX (unknown). */
+#define MP_MAX_DIMS 8
+struct mp_shape {
+	uint8_t nd;
+	uint32_t d[MP_MAX_DIMS]; /* [nd] */
+};
+
+/*
+ * Convolution and pooling geometry over nsp spatial dimensions (1-3), per
+ * dimension: out = floor((in + 2 pad - dilation (kernel - 1) - 1) / stride) + 1.
+ * nsp 0: none (not conv or pool, shapes unknown, or the inference of
+ * memplan-net(5) found none).  given: the file spelled it out.
+ */
+struct mp_geom {
+	uint8_t nsp;
+	uint32_t kernel[3], stride[3], pad[3], dilation[3];
+	uint32_t groups;       /* conv; 1 for pool */
+	bool given;
+};
+
 struct mp_layer {
 	const char *name;
 	enum mp_layer_type type;
 	uint32_t n_inputs;
 	int32_t *inputs;       /* [n_inputs] layer ids */
 	int32_t out;           /* output tensor (aliases input's if in place) */
+	int32_t dout;          /* gradient of the output, -1 when none (no
+				* backward, or the layer ends the forward pass) */
+	int32_t mask, stats;   /* saved mask and statistics tensors, -1 when none */
 	int32_t fwd_op, bwd_op, upd_op; /* -1 when absent */
 	bool inplace;
+	uint8_t pool_mode;     /* pool: 0 max, 1 avg */
+	enum mp_dtype dtype;   /* of the output and the parameters */
+	struct mp_shape shape; /* the output's */
+	uint32_t n_params;
+	struct mp_shape *params; /* [n_params] each parameter's shape (nd 0 if
+				  * given as param_bytes), in the net's arena */
+	struct mp_geom geom;   /* conv and pool layers */
 };
 
 struct mp_net {
@@ -132,7 +163,9 @@ uint64_t net_bytes_of_kind(const struct mp_net *net, enum mp_tensor_kind k);
  * batch-first shape) scaled by batch / net->batch, rounded up; op and
  * algorithm times scaled by the same ratio (time proportional to the work)
  * and then by compute_factor for conv, fc, attention and embedding ops and by
- * memory_factor for the others (a roofline change of GPU).  The copy borrows
+ * memory_factor for the others (a roofline change of GPU).  Layer shapes
+ * whose first dimension is the net's batch take the new batch (parameter
+ * shapes and geometry stay).  The copy borrows
  * net's names and arrays: free it (net_free) before net.  NULL with *err
  * when the net has no batch (no data layer with a shape).
  */

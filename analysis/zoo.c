@@ -292,6 +292,31 @@ static uint64_t pow2_at_least(uint64_t x)
 	return p;
 }
 
+/* A geometry key of memplan-net(5): one integer when h == w, else [h, w]. */
+static void geo_key(json_t *l, const char *key, uint64_t h, uint64_t w)
+{
+	if (h == w) {
+		json_object_set_new(l, key, json_integer((json_int_t)h));
+	} else {
+		json_t *a = json_array();
+
+		json_array_append_new(a, json_integer((json_int_t)h));
+		json_array_append_new(a, json_integer((json_int_t)w));
+		json_object_set_new(l, key, a);
+	}
+}
+
+/* kernel, stride and pad of a conv or pool layer: the geometry the builder
+ * used, so that memplan verify runs the real kernel instead of one the
+ * shapes only allow (memplan-net(5) "Geometry"). */
+static void geo_keys(json_t *l, unsigned kh, unsigned kw, unsigned sh, unsigned sw,
+		     unsigned ph, unsigned pw)
+{
+	geo_key(l, "kernel", kh, kw);
+	geo_key(l, "stride", sh, sw);
+	geo_key(l, "pad", ph, pw);
+}
+
 /* 2-D convolution over x = [N, C, H, W], with algorithm alternatives. */
 static struct zt conv(struct zb *b, const struct zt *x, const struct convp *p, const char *suffix)
 {
@@ -305,6 +330,9 @@ static struct zt conv(struct zb *b, const struct zt *x, const struct convp *p, c
 
 	zt_dims(&o, 4, n, p->cout, ho, wo);
 	l = emit(b, &o, suffix, "conv", 1, in);
+	geo_keys(l, p->kh, p->kw, p->sh, p->sw, p->ph, p->pw);
+	if (g > 1)
+		json_object_set_new(l, "groups", json_integer(g));
 	add_param4(b, l, 4, p->cout, cin / g, p->kh, p->kw);
 	if (p->bias)
 		add_param4(b, l, 1, p->cout, 0, 0, 0);
@@ -412,11 +440,14 @@ static struct zt pool(struct zb *b, const struct zt *x, bool max, unsigned k, un
 	zt_dims(&o, 4, x->d[0], x->d[1], out_dim(b, x->d[2], k, s, p), out_dim(b, x->d[3], k, s, p));
 	l = emit(b, &o, suffix, "pool", 1, in);
 	json_object_set_new(l, "mode", json_string(max ? "max" : "avg"));
+	geo_keys(l, k, k, s, s, p, p);
 	finish(b, l, (double)zt_elems(&o) * k * k, NULL, NULL);
 	return o;
 }
 
-/* Adaptive average pooling to oh x ow (global when 1x1). */
+/* Adaptive average pooling to oh x ow (global when 1x1).  Its windows are
+ * fixed (kernel = stride = in / out) only when out divides in; otherwise the
+ * layer gets no geometry keys and runs timed in memplan verify. */
 static struct zt apool(struct zb *b, const struct zt *x, uint64_t oh, uint64_t ow, const char *suffix)
 {
 	const struct zt *in[1] = { x };
@@ -426,6 +457,10 @@ static struct zt apool(struct zb *b, const struct zt *x, uint64_t oh, uint64_t o
 	zt_dims(&o, 4, x->d[0], x->d[1], oh, ow);
 	l = emit(b, &o, suffix, "pool", 1, in);
 	json_object_set_new(l, "mode", json_string("avg"));
+	if (oh && ow && x->d[2] % oh == 0 && x->d[3] % ow == 0 && x->d[2] / oh <= INT32_MAX &&
+	    x->d[3] / ow <= INT32_MAX)
+		geo_keys(l, (unsigned)(x->d[2] / oh), (unsigned)(x->d[3] / ow),
+			 (unsigned)(x->d[2] / oh), (unsigned)(x->d[3] / ow), 0, 0);
 	finish(b, l, (double)zt_elems(x), NULL, NULL);
 	return o;
 }

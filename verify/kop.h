@@ -48,19 +48,24 @@ struct mp_kop {
 				    * the backward calls, optimizer ops are KOP_TIMED */
 	const char *why;           /* KOP_TIMED: why there is no real kernel, a static
 				    * string ("layer type gelu has no cuDNN kernel",
-				    * "'conv1' has no geometry: ...", "an explicit op") */
+				    * ("a conv layer without geometry (...)", "an explicit op") */
 	enum mp_dtype dtype;       /* float32, float16 or bfloat16; others run timed */
 	uint8_t mode;              /* KOP_ACT: enum mp_kop_act; KOP_POOL: 0 max, 1 avg */
-	/* geometry, NCHW with nsp spatial dimensions (1-3) */
+	/* geometry, NCHW with nsp spatial dimensions (1-3; 0 for [N, C]: fc,
+	 * act, softmax, dropout and add are flattened so, see kop.c) */
 	uint8_t nsp;
-	uint32_t n, c, k;          /* batch, input channels, output channels (fc: in, out features) */
+	uint32_t n, c, k;          /* batch, input channels, output channels (fc: rows,
+				    * in, out features; concat: c = k = the output's) */
 	uint32_t in_sp[3], out_sp[3];
-	uint32_t kernel[3], stride[3], pad[3], dilation[3], groups;
+	uint32_t kernel[3], stride[3], pad[3], dilation[3], groups; /* conv and pool
+				    * (pool: groups 1); 0 for the other types */
 	/* every tensor the op touches, by role; -1 where absent.  Forward:
 	 * x[], w, b, y, stats (bn: saved mean and inverse variance), mask
 	 * (dropout's reserve space), ws.  Backward: the same forward tensors it
 	 * reads, dy, dx[] (-1 for inputs that need no gradient), dw, db, ws.
-	 * x_c[i] is input i's channel count (concat). */
+	 * dy is -1 when the layer ends the forward pass (no gradient tensor:
+	 * the kernel gets a scratch dy).  x_c[i] is input i's channel count
+	 * (concat). */
 	uint32_t n_x;
 	int32_t x[KOP_MAX_IN], dx[KOP_MAX_IN];
 	uint32_t x_c[KOP_MAX_IN];

@@ -95,7 +95,7 @@ bad layer-name-duplicate "layers[2].name: duplicate layer name 'fc1' (first at l
 bad layer-type-missing 'layers[1]: missing "type"'
 bad layer-type-number 'layers[1].type: expected a string, got an integer'
 bad layer-type-unknown "layers[1].type: unknown layer type 'convolution' (data, conv, fc, relu, sigmoid, tanh, elu, gelu, silu, pool, lrn, bn, layernorm, dropout, softmax, loss, add, concat, embedding, attention, reshape, custom)"
-bad layer-unknown-key 'layers[2].inptus: unknown key (expected one of: name, type, inputs, shape, bytes, dtype, params, param_bytes, time, workspace, algos, saves, inplace, mode, comment)'
+bad layer-unknown-key 'layers[2].inptus: unknown key (expected one of: name, type, inputs, shape, bytes, dtype, params, param_bytes, time, workspace, algos, saves, inplace, mode, kernel, stride, pad, dilation, groups, comment)'
 bad layer-dtype-number 'layers[2].dtype: expected a string, got an integer'
 bad layer-dtype-unknown "layers[2].dtype: unknown dtype 'float33' (float32, float16, bfloat16, float64, float8, int8, uint8, int32, int64, bool)"
 # Found: every other type error says what it got; this one did not.
@@ -196,6 +196,39 @@ bad inplace-two-inputs 'layers[2].inplace: an in-place layer has exactly one inp
 # "layers[2].inplace", a key the file does not have.
 bad reshape-size "layers[2].shape: a reshape keeps its input's size: 'relu1' is 512 bytes, its input 'fc1' is 1024 bytes"
 bad reshape-two-inputs 'layers[2].inputs: a reshape layer has exactly one input'
+
+# ---- conv and pool geometry (memplan-net(5) "Geometry") ---------------------
+bad geo-kernel-not-conv 'layers[2].kernel: only conv and pool layers have a kernel'
+bad geo-groups-on-pool 'layers[3].groups: only conv layers have groups'
+bad geo-stride-string 'layers[1].stride: expected a positive integer or an array of them, one per spatial dimension, got a string'
+bad geo-stride-float 'layers[1].stride: expected a positive integer or an array of them, one per spatial dimension, got a number'
+bad geo-groups-array 'layers[1].groups: expected a positive integer, got an array'
+bad geo-stride-zero 'layers[1].stride: must be positive, got 0'
+bad geo-pad-negative 'layers[1].pad: must not be negative, got -1'
+bad geo-stride-huge 'layers[1].stride: 2147483648 is larger than 2147483647'
+bad geo-kernel-element-string 'layers[3].kernel[1]: expected an integer, got a string'
+bad geo-kernel-four-values 'layers[3].kernel: expected one value per spatial dimension (1 to 3), got 4'
+bad geo-kernel-wrong-count 'layers[3].kernel: expected 2 values, one per spatial dimension of [N, C, ...], got 3'
+bad geo-without-shapes "layers[1].stride: geometry needs shapes: 'conv1' has \"bytes\", not a \"shape\""
+bad geo-input-without-shapes "layers[1].pad: geometry needs shapes: the input 'data' has \"bytes\", not a \"shape\""
+bad geo-weight-param-bytes 'layers[1].pad: geometry needs shapes: the weight is given as "param_bytes"'
+bad geo-conv-no-params "layers[1].kernel: geometry needs the conv's weight in \"params\""
+bad geo-two-inputs "layers[1].pad: geometry needs exactly one input; 'conv1' reads 2"
+bad geo-shape-2d "layers[1].stride: geometry needs a shape [N, C, spatial...] with 1 to 3 spatial dimensions; 'conv1' has 2 dimensions"
+bad geo-dims-mismatch "layers[1].stride: geometry needs the input's shape to have as many dimensions: 'conv1' has 3, its input 'data' 4"
+bad geo-batch-mismatch "layers[3].shape[0]: batch 4 differs from the input 'relu1' batch 8"
+bad geo-groups-not-dividing "layers[1].groups: 2 does not divide the input's 3 channels"
+bad geo-groups-not-dividing-output "layers[1].groups: 2 does not divide the output's 15 channels"
+bad geo-weight-mismatch 'layers[1].params[0]: the weight [16, 3, 3, 3] is not [K, C/groups, kernel...] = [16, 3, 5, 5]'
+bad geo-weight-groups-mismatch 'layers[1].params[0]: the weight [16, 4, 3, 3] is not [K, C/groups, kernel...] = [16, 2, 3, 3]'
+bad geo-weight-kernel-huge 'layers[1].params[0][2]: a kernel of 4294967295 is larger than 2147483647'
+bad geo-weight-dims 'layers[1].params[0]: the weight [16, 27] has 2 dimensions, not the 4 of [K, C/groups, kernel...]'
+bad geo-pool-no-kernel "layers[3].stride: a pool layer's geometry needs \"kernel\""
+bad geo-pool-channels "layers[3].shape[1]: a pool layer keeps its input's channels: 8, its input 'relu1' has 16"
+bad geo-stride-inconsistent "layers[1].shape[2]: expected floor((32 + 2*1 - 1*(3 - 1) - 1) / 2) + 1 = 16 from the input 'data' and the geometry, got 32"
+bad geo-pad-inconsistent "layers[1].shape[2]: expected floor((32 + 2*2 - 1*(3 - 1) - 1) / 1) + 1 = 34 from the input 'data' and the geometry, got 32"
+bad geo-pool-stride-inconsistent "layers[3].shape[2]: expected floor((32 + 2*0 - 1*(3 - 1) - 1) / 1) + 1 = 30 from the input 'relu1' and the geometry, got 16"
+bad geo-window-too-wide "layers[3].shape[2]: the window, 1*(33 - 1) + 1 = 33 wide, is wider than the input 'relu1' with its padding, 32 + 2*0 = 32"
 
 # ---- explicit tensors and ops ---------------------------------------------
 bad tensors-object 'tensors: expected an array, got an object'
