@@ -30,7 +30,7 @@ NVCC      ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 
 CUDA_HOME ?= $(abspath $(dir $(NVCC))..)
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_75,code=compute_75
 NVCCFLAGS ?= -O2
-NVCC_WARN := -std=c++17 -Xcompiler -Wall,-Wextra,-Wshadow,-Werror -Werror all-warnings
+NVCC_WARN := -std=c++17 -Xcompiler -Wall,-Wextra,-Wshadow,-Werror,-Wno-format-truncation -Werror all-warnings
 ifeq ($(NVCC),)
 ifndef MP_SAID_NVCC
 $(info memplan: nvcc not found, building without the CUDA backend)
@@ -39,7 +39,7 @@ endif
 else ifdef SANITIZE
 $(info memplan: sanitizer build ($(SANITIZE)), building without the CUDA backend)
 else
-CUDA_OBJ  := $(BUILD)/verify/exec_cuda.o
+CUDA_OBJ  := $(BUILD)/verify/exec_cuda.o $(BUILD)/verify/kern_cuda.o $(BUILD)/verify/profile_cuda.o
 CUDA_DEFS := -DMEMPLAN_CUDA=1
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lpthread -lrt -lstdc++
 endif
@@ -79,14 +79,15 @@ $(BUILD)/cuda.flag: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(CUDA_DEFS)' | cmp -s - $@ || echo '$(CUDA_DEFS)' > $@
 
-$(BUILD)/verify/exec_cuda.o: verify/exec_cuda.cu $(wildcard analysis/*.h plan/*.h verify/*.h)
+$(BUILD)/verify/%.o: verify/%.cu $(wildcard analysis/*.h plan/*.h verify/*.h)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_WARN) $(NVCCFLAGS) $(CUDA_ARCH) -c -o $@ $<
 
 # cuda-check: compile the CUDA backend only (a few seconds), so that CI proves
 # it compiles with warnings as errors; says so and succeeds without nvcc.
-cuda-check: $(if $(NVCC),$(BUILD)/verify/exec_cuda.o)
-	@$(if $(NVCC),echo "memplan: cuda-check: verify/exec_cuda.cu compiles ($(NVCC))",echo "memplan: nvcc not found, skipping cuda-check")
+CUDA_SRC := $(wildcard verify/*.cu)
+cuda-check: $(if $(NVCC),$(CUDA_SRC:%.cu=$(BUILD)/%.o))
+	@$(if $(NVCC),echo "memplan: cuda-check: $(CUDA_SRC) compile ($(NVCC))",echo "memplan: nvcc not found, skipping cuda-check")
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(LIB_OBJ)
 	@mkdir -p $(dir $@)

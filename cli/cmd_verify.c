@@ -1,6 +1,6 @@
 /*
  * memplan verify PLAN.json [--device host|cuda] [--iters N] [--warmup N]
- *   [--alloc arena|pool|async] [--time-scale X] [--tolerance-peak PCT]
+ *   [--alloc arena|pool|async] [--compute real|timed] [--time-scale X] [--tolerance-peak PCT]
  *   [--tolerance-time PCT] [--report FILE]
  * memplan verify --probe
  * Run a plan, check that it loses no data, and hold the prediction to
@@ -19,7 +19,7 @@
 
 static const char usage_text[] =
 	"usage: memplan verify PLAN.json [--device host|cuda] [--iters N] [--warmup N]\n"
-	"                      [--alloc arena|pool|async] [--time-scale X]\n"
+	"                      [--alloc arena|pool|async] [--compute real|timed] [--time-scale X]\n"
 	"                      [--tolerance-peak PCT] [--tolerance-time PCT] [--report FILE]\n"
 	"       memplan verify --probe\n";
 
@@ -185,9 +185,17 @@ static void print_cuda_backend(const struct mp_exec_result *r)
 	}
 	printf("backend   cuda: %s, %s, %s of pinned host buffers; one compute and two copy streams\n", d->name, mem,
 	       mp_fmt_bytes(d->pinned_bytes, b2, sizeof(b2)));
-	printf("kernels   every op is a timed kernel of its modelled time (not cuDNN/cuBLAS), %llu launches per "
-	       "iteration; timer calibrated at %.4f event ms per timer ms\n", (unsigned long long)d->launches,
-	       d->timer_ratio);
+	if (d->ops_real)
+		printf("kernels   %u ops run by %s (%u with a substitute conv algorithm), %u timed kernels of their "
+		       "modelled time; checksums in %u unmeasured iteration%s\n", d->ops_real, d->libraries,
+		       d->algos_substituted, d->ops_timed, d->checked_iterations, d->checked_iterations == 1 ? "" : "s");
+	else
+		printf("kernels   every op is a timed kernel of its modelled time, %llu launches per iteration\n",
+		       (unsigned long long)d->launches);
+	if (d->ops_timed && d->timed_why[0])
+		printf("timed     first: %s\n", d->timed_why);
+	printf("timer     calibrated at %.4f event ms per timer ms; %s held by the kernels outside the arena\n",
+	       d->timer_ratio, mp_fmt_bytes(d->library_bytes, b1, sizeof(b1)));
 	printf("device    %s: %s used before %s (context, libraries, other processes), %s after allocating, "
 	       "at most %s seen during the run\n", mp_fmt_bytes(d->total_bytes, b1, sizeof(b1)),
 	       mp_fmt_bytes(d->used_before_bytes, b2, sizeof(b2)), before, mp_fmt_bytes(d->used_alloc_bytes, b3, sizeof(b3)),
@@ -216,6 +224,7 @@ int cmd_verify(int argc, char **argv)
 		{ "iters", required_argument, NULL, 'n' },
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "alloc", required_argument, NULL, 'a' },
+		{ "compute", required_argument, NULL, 'c' },
 		{ "time-scale", required_argument, NULL, 's' },
 		{ "tolerance-peak", required_argument, NULL, 'P' },
 		{ "tolerance-time", required_argument, NULL, 'T' },
@@ -263,6 +272,14 @@ int cmd_verify(int argc, char **argv)
 			if (a < 0)
 				return cli_error(EXIT_BAD_INPUT, "--alloc: unknown allocator '%s' (arena, pool or async)", optarg);
 			eo.alloc = (enum mp_exec_alloc)a;
+			break;
+		}
+		case 'c': {
+			int k = mp_exec_compute_parse(optarg);
+
+			if (k < 0)
+				return cli_error(EXIT_BAD_INPUT, "--compute: unknown mode '%s' (real or timed)", optarg);
+			eo.compute = (enum mp_exec_compute)k;
 			break;
 		}
 		case 's':

@@ -15,8 +15,8 @@
  *                       device arena at the plan's offsets, a first-fit pool
  *                       in one device range, or cudaMallocAsync; pinned host
  *                       buffers, a compute and two copy streams ordered by
- *                       events; every op is a timed kernel (no cuDNN/cuBLAS
- *                       yet).  exec_cuda_probe (probe.c, in every build) says
+ *                       events; ops with shapes run their cuDNN/cuBLAS
+ *                       kernels (kern_cuda.cu), the others timed kernels.  exec_cuda_probe (probe.c, in every build) says
  *                       whether a CUDA device is present
  *
  * Owns struct mp_exec_result and struct mp_exec_cmp.
@@ -36,8 +36,16 @@ enum mp_exec_alloc { MP_EXEC_ARENA, MP_EXEC_POOL, MP_EXEC_ASYNC };
 const char *mp_exec_alloc_name(enum mp_exec_alloc a);
 int mp_exec_alloc_parse(const char *s); /* -1 */
 
+/* What a compute action runs on the CUDA backend: its op's cuDNN/cuBLAS
+ * kernel where it has one (verify/kop.h), or always a timed kernel of its
+ * modelled duration.  The host backend always times. */
+enum mp_exec_compute { MP_EXEC_REAL, MP_EXEC_TIMED };
+const char *mp_exec_compute_name(enum mp_exec_compute c);
+int mp_exec_compute_parse(const char *s); /* -1 */
+
 struct mp_exec_opts {
 	enum mp_exec_alloc alloc;
+	enum mp_exec_compute compute;
 	uint32_t iters;           /* measured iterations, >= 1 */
 	uint32_t warmup;          /* iterations run first and not measured */
 	double time_scale;        /* wall time per modelled time, > 0 (1: real time) */
@@ -73,7 +81,17 @@ struct mp_exec_cuda {
 				       * what the device needs with cudaMallocAsync */
 	uint64_t used_high_bytes;     /* the most allocated from it at once (cudaMemPoolAttrUsedMemHigh) */
 	double timer_ratio;       /* calibration: event ms per global-timer ms */
-	uint64_t launches;        /* kernels launched per iteration */
+	uint64_t launches;        /* kernels launched (or real ops issued) per checking iteration */
+	/* real kernels (--compute real) */
+	char libraries[96];       /* "cuDNN 9.19.0, cuBLAS 13.0.0"; empty when not loaded */
+	uint32_t ops_real;        /* compute and recompute actions run by cuDNN/cuBLAS */
+	uint32_t ops_timed;       /* ... run as timed kernels of their modelled time */
+	uint32_t algos_substituted; /* real actions whose named conv algorithm was
+				     * unsupported or did not fit their workspace */
+	char timed_why[200];      /* the first timed action and why ("relu1.fwd: ...") */
+	uint64_t library_bytes;   /* device memory the kernels hold outside the arena */
+	uint32_t checked_iterations; /* iterations whose bytes were hashed and compared: with
+				      * real kernels one extra, unmeasured, before the warm-up */
 };
 
 struct mp_exec_result {
@@ -198,13 +216,14 @@ json_t *exec_report_json(const struct mp_net *net, const struct mp_plan *p,
  * what it reserves (out->cuda.reserved_high_bytes and used_high_bytes over
  * the measured iterations).  Pinned host buffers for the swapped tensors; a
  * compute stream and two copy streams (host to device, device to host)
- * ordered with events as the host backend orders its engines.  Every
- * compute or recompute is a sequence of kernels lasting the op's time times
- * o->time_scale on the GPU's global timer: it hashes every input, writes
- * every output with its pattern and spins to the op's end (an overrun if the
- * work took longer).  cuDNN and cuBLAS per-layer kernels are future work.
- * Checksums are taken on the device into a small buffer and compared after
- * each iteration; violations read as exec_host_run's.  Times come from CUDA
+ * ordered with events as the host backend orders its engines.  With
+ * o->compute MP_EXEC_REAL an op with a real kernel (kop_build) runs it
+ * through cuDNN/cuBLAS; every other compute or recompute is a sequence of
+ * kernels lasting the op's time times o->time_scale on the GPU's global
+ * timer: it hashes every input, writes every output with its pattern and
+ * spins to the op's end (an overrun if the work took longer).  Checksums are
+ * taken on the device into a small buffer and compared after each checking
+ * iteration; violations read as exec_host_run's.  Times come from CUDA
  * events, device memory from cudaMemGetInfo (out->cuda).
  *
  * Returns 0 with *out filled (exec_result_release); -1 with *err (a violation

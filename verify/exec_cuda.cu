@@ -44,17 +44,20 @@
  *            would need a free after it is a violation, not a hang.  An
  *            allocation waits for the swap-outs still reading its bytes
  *            (arena, pool; async: the allocator orders its own reuse).
- *   compute  every compute or recompute is a timed sequence of kernels on the
- *            compute stream: a stamp of the GPU's global timer, a checksum of
- *            each input, a pattern written into each output (its checksum
- *            taken as it is written) and into the workspace, then a spin
- *            until stamp + the op's time x --time-scale.  When the checks
- *            took longer than that, the op overruns (counted, as on the
- *            host).  cuDNN/cuBLAS per-layer kernels for ops with shapes are
- *            future work: every op, shaped or not, is this timed sequence.
- *            The timer is calibrated once against cudaEventElapsedTime (the
- *            SM clock, clock64, changes with boost clocks; the global timer
- *            does not).
+ *   compute  an op with a real kernel (verify/kop.h: layers with shapes of
+ *            the types cuDNN and cuBLAS cover) runs it through
+ *            kern_cuda.cu, prepared before the iterations; any other
+ *            compute or recompute (and every one under --compute timed) is
+ *            a timed sequence of kernels on the compute stream: a stamp of
+ *            the GPU's global timer, a pattern written into each output
+ *            (its checksum taken as it is written) and into the workspace,
+ *            then a spin until stamp + the op's time x --time-scale.  When
+ *            the checks took longer than that, the op overruns (counted, as
+ *            on the host).  The timer is calibrated once against
+ *            cudaEventElapsedTime (the SM clock, clock64, changes with boost
+ *            clocks; the global timer does not).  With real kernels the
+ *            checks run in one unmeasured iteration first and the others
+ *            hash nothing (hashing would add to every real op's time).
  *   checks   checksums are computed on the device into a small buffer (one
  *            slot each) and compared on the host after every iteration, as
  *            the host backend compares its CPU checksums: every read against
@@ -79,7 +82,8 @@
  *            high-water, or the reserved high-water.
  *
  * Cost per iteration: O(actions x live allocations) issue bookkeeping,
- * 2-4 events and up to n_in + 2 n_out + 3 kernel launches per action; pool:
+ * 2-4 events and up to n_in + 2 n_out + 3 kernel launches per action (a
+ * checking iteration; a real op otherwise issues only its own calls); pool:
  * O(free runs) per allocation and free; async: one allocation and one free
  * call per allocation.
  */
@@ -88,6 +92,7 @@ extern "C" {
 #include "exec.h"
 #include "pool.h"
 }
+#include "kern_cuda.h"
 
 #include <cuda_runtime.h>
 
@@ -407,6 +412,10 @@ struct cx {
 	/* per iteration */
 	uint64_t reads, swaps, recomputes, hashed, launches, arena_high;
 	uint64_t used_peak;
+	/* real kernels (kern_cuda.cu); NULL kl: every op is timed */
+	struct kern_lib *kl;
+	struct kern **kern;        /* [n] compute and recompute actions; NULL: timed */
+	bool checking;             /* this iteration hashes (see exec_cuda_run) */
 	/* failures */
 	bool failed;               /* a violation */
 	uint32_t fail_at;
@@ -774,7 +783,7 @@ static int issue_pending(struct cx *X)
 			return -1;
 		if (record(X, EV_E, j->act, X->h2d) < 0)
 			return -1;
-		if (j->want.valid) {
+		if (j->want.valid && X->checking) {
 			if (launch_hash(X, j->act, X->h2d, j->off, j->bytes, &slot) < 0)
 				return -1;
 			add_check(X, j->act, j->tensor, -1, CK_IN, slot, j->want, NULL);
@@ -909,7 +918,7 @@ static int do_swap_out(struct cx *X, uint32_t i)
 	/* after the compute issued before it (which last touched the tensor) */
 	if (record(X, EV_M, i, X->cs) < 0 || wait_ev(X, X->d2h, ev(X, EV_M, i), i) < 0)
 		return -1;
-	if (want.valid) {
+	if (want.valid && X->checking) {
 		if (launch_hash(X, i, X->d2h, off, bytes, &slot) < 0)
 			return -1;
 		add_check(X, i, t, -1, CK_OUT, slot, want, NULL);
@@ -1076,6 +1085,14 @@ static int check_readable(struct cx *X, uint32_t i, int32_t x)
 	}
 }
 
+/* Where tensor t is now (kern_run's addresses). */
+static void *tensor_addr(void *ctx, int32_t t)
+{
+	const struct cx *X = (const struct cx *)ctx;
+
+	return dev_at(X, X->place_off[X->t[t].cur]);
+}
+
 /* compute or recompute: stamp, checksum the inputs, write the outputs, spin
  * to the op's end, on the compute stream */
 static int do_compute(struct cx *X, uint32_t i)
@@ -1085,6 +1102,7 @@ static int do_compute(struct cx *X, uint32_t i)
 	const struct mp_op *op = &X->net->ops[o];
 	const bool re = a->kind == MP_ACT_RECOMPUTE;
 	const bool first = !X->computed[o];
+	const struct kern *K = X->kern ? X->kern[i] : NULL;
 	struct ver *inv = &X->in_ver[X->in_at[o]], *outv = &X->out_ver[X->out_at[o]];
 	uint64_t ws = 0, wsoff = 0;
 	double ms = 0, dur_ns;
@@ -1130,13 +1148,15 @@ static int do_compute(struct cx *X, uint32_t i)
 	}
 	if (record(X, EV_S, i, X->cs) < 0)
 		return -1;
-	k_stamp<<<1, 1, 0, X->cs>>>(X->tim + 3 * (size_t)i);
-	X->launches++;
-	if (CU(X, cudaGetLastError(), "the stamp kernel (schedule[%u])", i) < 0)
-		return -1;
+	if (!K) {
+		k_stamp<<<1, 1, 0, X->cs>>>(X->tim + 3 * (size_t)i);
+		X->launches++;
+		if (CU(X, cudaGetLastError(), "the stamp kernel (schedule[%u])", i) < 0)
+			return -1;
+	}
 	/* read every input: its bytes must be what the program wrote last (a
 	 * recompute: what the op read the first time) */
-	for (uint32_t k = 0; k < op->n_in; k++) {
+	for (uint32_t k = 0; X->checking && k < op->n_in; k++) {
 		int32_t x = op->in[k];
 		const struct tens *T = &X->t[x];
 		struct ver want = re && !first ? inv[k] : T->expect;
@@ -1152,37 +1172,62 @@ static int do_compute(struct cx *X, uint32_t i)
 		add_check(X, i, x, o, CK_READ, slot, want, culprits(X, off, n, T->cur));
 		X->reads++;
 	}
-	/* write every output with its pattern; a recompute must rebuild what
-	 * the first run wrote */
+	if (K) {
+		char why[256];
+
+		if (kern_run(X->kl, K, tensor_addr, X, dev_at(X, wsoff), why, sizeof(why)) < 0) {
+			mp_error_set(&X->err, "schedule[%u] %s: %s", i, op->name, why);
+			X->cuda_failed = true;
+			return -1;
+		}
+		X->launches++;
+	}
+	/* the outputs: a timed op writes each with its pattern, a real kernel
+	 * has written them; their checksums become what later reads expect.  A
+	 * recompute must rebuild what the first run wrote. */
 	for (uint32_t k = 0; k < op->n_out; k++) {
 		int32_t x = op->out[k];
 		struct tens *T = &X->t[x];
 		uint64_t off = X->place_off[T->cur], n = X->net->tensors[x].bytes;
-		int h, again;
+		int h = -1, again;
 
-		if (launch_fill(X, i, off, n, pattern_seed(x, o), &h) < 0)
+		if (!K && launch_fill(X, i, off, n, pattern_seed(x, o), X->checking ? &h : NULL) < 0)
 			return -1;
-		if (re) {
+		if (K && X->checking && launch_hash(X, i, X->cs, off, n, &h) < 0)
+			return -1;
+		if (h < 0) {
+			if (!re)
+				T->expect = outv[k] = ver_none();
+		} else if (re) {
 			struct ver want = !first && outv[k].valid ? outv[k] : ver_make(0, h, o);
 
-			if (launch_hash(X, i, X->cs, off, n, &again) < 0)
+			/* a pattern is read back; a kernel's output was hashed as
+			 * written.  Dropout's rebuilt mask differs by design:
+			 * later reads expect what the rebuild wrote. */
+			if (!K && launch_hash(X, i, X->cs, off, n, &again) < 0)
 				return -1;
-			add_check(X, i, x, o, CK_REBUILT, again, want, culprits(X, off, n, T->cur));
-			X->recomputes++;
+			if (!K || kern_deterministic(K)) {
+				add_check(X, i, x, o, CK_REBUILT, K ? h : again, want, culprits(X, off, n, T->cur));
+				X->recomputes++;
+			}
+			if (K)
+				T->expect = ver_make(0, h, o);
 		} else {
 			T->expect = ver_make(0, h, o);
 			outv[k] = T->expect;
 		}
 		T->ls = LS_RES;
 	}
-	if (ws > 0 && launch_fill(X, i, wsoff, ws, pattern_seed(op->ws, o), NULL) < 0)
+	if (!K && ws > 0 && launch_fill(X, i, wsoff, ws, pattern_seed(op->ws, o), NULL) < 0)
 		return -1;
 	X->computed[o] = 1;
-	dur_ns = ms * X->o.time_scale * 1e6 / X->timer_ratio;
-	k_spin<<<1, 1, 0, X->cs>>>(X->tim + 3 * (size_t)i, (ull)llround(fmax(dur_ns, 0)));
-	X->launches++;
-	if (CU(X, cudaGetLastError(), "the timed kernel (schedule[%u])", i) < 0)
-		return -1;
+	if (!K) {
+		dur_ns = ms * X->o.time_scale * 1e6 / X->timer_ratio;
+		k_spin<<<1, 1, 0, X->cs>>>(X->tim + 3 * (size_t)i, (ull)llround(fmax(dur_ns, 0)));
+		X->launches++;
+		if (CU(X, cudaGetLastError(), "the timed kernel (schedule[%u])", i) < 0)
+			return -1;
+	}
 	return record(X, EV_E, i, X->cs);
 }
 
@@ -1517,7 +1562,7 @@ static int run_iteration(struct cx *X, struct iter_rec *rec)
 
 
 /* Device 0, its context created.  0; EXEC_NO_DEVICE or -1 with *err. */
-static int open_device(struct mp_error *err, cudaDeviceProp *prop)
+int cuda_open_device(struct mp_error *err, cudaDeviceProp *prop)
 {
 	int n = 0;
 	cudaError_t e = cudaGetDeviceCount(&n);
@@ -1752,6 +1797,71 @@ static void cx_free(struct cx *X)
 	free(X->pq);
 	free(X->dq);
 	free(X->log);
+	if (X->kern)
+		for (uint32_t i = 0; i < n; i++)
+			kern_free(X->kl, X->kern[i]);
+	free(X->kern);
+	kern_lib_close(X->kl);
+}
+
+/* A real kernel for every compute and recompute action that has one
+ * (verify/kop.h), set up now so that iterations only issue calls; the others
+ * stay timed, and d says how many of each and the first reason. */
+static void prepare_kernels(struct cx *X, struct mp_exec_cuda *d)
+{
+	const struct mp_schedule *s = X->s;
+	struct mp_kop *kop = (struct mp_kop *)mp_xmalloc(sizeof(*kop));
+	struct kern_mb *mb = (struct kern_mb *)mp_xmalloc(((size_t)s->n_micro + 1) * sizeof(*mb));
+	char why[256];
+
+	if (kern_lib_open(&X->kl, X->cs, why, sizeof(why)) < 0) {
+		snprintf(d->timed_why, sizeof(d->timed_why), "%s", why);
+		for (uint32_t i = 0; i < s->n; i++)
+			d->ops_timed += s->a[i].kind == MP_ACT_COMPUTE || s->a[i].kind == MP_ACT_RECOMPUTE;
+		free(kop);
+		free(mb);
+		return;
+	}
+	snprintf(d->libraries, sizeof(d->libraries), "%s", kern_lib_versions(X->kl));
+	X->kern = (struct kern **)mp_xcalloc(s->n ? s->n : 1, sizeof(*X->kern));
+	for (uint32_t i = 0; i < s->n; i++) {
+		const struct mp_action *a = &s->a[i];
+		const struct mp_op *op;
+		uint32_t n_mb;
+		double ms;
+		uint64_t ws;
+
+		if (a->kind != MP_ACT_COMPUTE && a->kind != MP_ACT_RECOMPUTE)
+			continue;
+		op = &X->net->ops[a->op];
+		kop_build(X->net, a->op, kop);
+		if (a->micro > 1) {
+			for (uint32_t k = 0; k < a->micro; k++) {
+				const struct mp_micro *m = &s->micro[a->micro_at + k];
+
+				mb[k].batch = m->batch;
+				mb[k].algo = m->algo >= 0 ? op->algos[m->algo].name : NULL;
+			}
+			n_mb = a->micro;
+		} else {
+			mb[0].batch = kop->n;
+			mb[0].algo = a->algo >= 0 ? op->algos[a->algo].name : NULL;
+			n_mb = 1;
+		}
+		sched_action_cost(X->net, s, a, &ms, &ws);
+		if (kern_prepare(X->kl, X->net, kop, mb, n_mb, ws, &X->kern[i], why, sizeof(why)) < 0) {
+			X->kern[i] = NULL;
+			d->ops_timed++;
+			if (!d->timed_why[0])
+				snprintf(d->timed_why, sizeof(d->timed_why), "%s: %s", op->name, why);
+			continue;
+		}
+		d->ops_real++;
+		d->algos_substituted += kern_algo_substituted(X->kern[i]);
+	}
+	d->library_bytes = kern_lib_bytes(X->kl);
+	free(kop);
+	free(mb);
 }
 
 int exec_cuda_run(const struct mp_net *net, const struct mp_plan_req *req, const struct mp_plan *p,
@@ -1784,7 +1894,7 @@ int exec_cuda_run(const struct mp_net *net, const struct mp_plan_req *req, const
 	X.s = s;
 	X.o = *o;
 	X.fail_at = UINT32_MAX;
-	if ((rc = open_device(err, &prop)) != 0)
+	if ((rc = cuda_open_device(err, &prop)) != 0)
 		return rc;
 	rc = -1;
 	X.sms = prop.multiProcessorCount > 0 ? prop.multiProcessorCount : 1;
@@ -1819,6 +1929,8 @@ int exec_cuda_run(const struct mp_net *net, const struct mp_plan_req *req, const
 	}
 	if (calibrate(&X) < 0 || load_kernels(&X) < 0)
 		goto fail;
+	if (o->compute == MP_EXEC_REAL)
+		prepare_kernels(&X, &out->cuda);
 	if (CU(&X, cudaMemGetInfo(&fr, &tot), "cudaMemGetInfo") < 0)
 		goto fail;
 	out->cuda.total_bytes = tot;
@@ -1941,10 +2053,16 @@ int exec_cuda_run(const struct mp_net *net, const struct mp_plan_req *req, const
 		recs[k].step_bytes = (uint64_t *)mp_xcalloc(n_steps ? n_steps : 1, sizeof(*recs[k].step_bytes));
 	}
 
-	for (uint32_t it = 0; it < o->warmup + o->iters; it++) {
-		struct iter_rec *r = it >= o->warmup ? &recs[it - o->warmup] : NULL;
+	/* With real kernels, hashing would add its own time to every op: the
+	 * checks run in one more iteration first, and the warm-up and measured
+	 * iterations hash nothing.  Timed ops absorb their checks in their
+	 * modelled time, so without real kernels every iteration checks. */
+	out->cuda.checked_iterations = X.kern && out->cuda.ops_real ? 1 : o->warmup + o->iters;
+	for (uint32_t it0 = X.kern && out->cuda.ops_real ? 1 : 0, it = 0; it < it0 + o->warmup + o->iters; it++) {
+		struct iter_rec *r = it >= it0 + o->warmup ? &recs[it - it0 - o->warmup] : NULL;
 
-		if (it == o->warmup) {
+		X.checking = it0 == 0 || it == 0;
+		if (it == it0 + o->warmup) {
 			/* the measured iterations' */
 			X.used_peak = 0;
 			if (o->alloc == MP_EXEC_ASYNC && async_reset_high(&X) < 0)
@@ -1956,8 +2074,8 @@ int exec_cuda_run(const struct mp_net *net, const struct mp_plan_req *req, const
 				out->failed_action = X.fail_at;
 			goto fail;
 		}
-		if (it == o->warmup) {
-			/* per-iteration counts are the same every iteration */
+		if (it == 0) {
+			/* per-iteration counts are the same in every checking iteration */
 			out->reads_checked = X.reads;
 			out->swaps_checked = X.swaps;
 			out->recomputes_checked = X.recomputes;
@@ -2073,7 +2191,7 @@ int exec_cuda_link(struct mp_cuda_link *out, struct mp_error *err)
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if ((rc = open_device(err, &prop)) != 0)
+	if ((rc = cuda_open_device(err, &prop)) != 0)
 		return rc;
 	copy_name(out->name, sizeof(out->name), prop.name);
 #define TRY(call, w)                              \
@@ -2141,21 +2259,4 @@ out:
 int exec_cuda_runtime_version(void)
 {
 	return CUDART_VERSION;
-}
-
-/* ---- memplan profile: PLACEHOLDER (verify/profile.h) ----
- * Stands in for the cuDNN/cuBLAS measurement until it is written, so that a
- * MEMPLAN_CUDA build links: opens no device, measures nothing, fails. */
-extern "C" {
-#include "profile.h"
-}
-
-int exec_cuda_profile(const struct mp_net *net, const struct mp_prof_opts *o, struct mp_profile *out,
-		      struct mp_error *err)
-{
-	(void)net;
-	(void)o;
-	profile_init(out);
-	mp_error_set(err, "CUDA measurement is not built yet");
-	return -1;
 }

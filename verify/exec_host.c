@@ -1191,6 +1191,16 @@ int mp_exec_alloc_parse(const char *s)
 	return -1;
 }
 
+const char *mp_exec_compute_name(enum mp_exec_compute c)
+{
+	return c == MP_EXEC_REAL ? "real" : c == MP_EXEC_TIMED ? "timed" : "?";
+}
+
+int mp_exec_compute_parse(const char *s)
+{
+	return !strcmp(s, "real") ? MP_EXEC_REAL : !strcmp(s, "timed") ? MP_EXEC_TIMED : -1;
+}
+
 void exec_opts_default(struct mp_exec_opts *o)
 {
 	memset(o, 0, sizeof(*o));

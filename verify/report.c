@@ -256,6 +256,13 @@ json_t *exec_report_json(const struct mp_net *net, const struct mp_plan *p,
 		json_object_set_new(o, "pinned_host_bytes", json_integer((json_int_t)r->cuda.pinned_bytes));
 		json_object_set_new(o, "timer_ratio", json_real(r->cuda.timer_ratio));
 		json_object_set_new(o, "launches_per_iteration", json_integer((json_int_t)r->cuda.launches));
+		json_object_set_new(o, "libraries", json_string(r->cuda.libraries));
+		json_object_set_new(o, "ops_real", json_integer(r->cuda.ops_real));
+		json_object_set_new(o, "ops_timed", json_integer(r->cuda.ops_timed));
+		json_object_set_new(o, "algos_substituted", json_integer(r->cuda.algos_substituted));
+		json_object_set_new(o, "first_timed", json_string(r->cuda.timed_why));
+		json_object_set_new(o, "library_bytes", json_integer((json_int_t)r->cuda.library_bytes));
+		json_object_set_new(o, "checked_iterations", json_integer(r->cuda.checked_iterations));
 		json_object_set_new(root, "cuda", o);
 	}
 
