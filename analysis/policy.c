@@ -260,15 +260,41 @@ static void ensure(struct rc_state *S, int32_t target, bool temporary)
 		}
 		if (pushed)
 			continue;
+		/* rebuilding a later input may have re-run the writer of an
+		 * earlier one (below): look again before op runs */
+		for (uint32_t k = 0; k < op->n_in; k++) {
+			int32_t x = op->in[k];
+
+			if (x != t && S->dropped[x] && !S->avail[x] && !S->on_stack[x]) {
+				f->ki = 0;
+				pushed = 1;
+				break;
+			}
+		}
+		if (pushed)
+			continue;
 		push_entry(S, (int32_t)(op - net->ops), true);
+		/* re-running op overwrites its outputs: one that a later forward
+		 * op updates in place (a batch norm's output after its relu) now
+		 * holds op's version, and is rebuilt again when next read */
+		for (uint32_t k = 0; k < op->n_out; k++) {
+			int32_t y = op->out[k];
+
+			if (S->avail[y] && S->w.list[S->w.start[y + 1] - 1] != (uint32_t)(op - net->ops))
+				S->avail[y] = 0;
+		}
 		f->wi++;
 		f->ki = 0;
 		if (f->wi == S->w.start[t + 1] - S->w.start[t]) {
-			/* every forward writer re-ran: t and its siblings are back */
+			/* every forward writer re-ran: t and its siblings are back,
+			 * those op writes last: a sibling an in-place layer
+			 * updates after op (a batch norm's output, which its relu
+			 * overwrites, when op re-ran for the statistics) is not */
 			for (uint32_t k = 0; k < op->n_out; k++) {
 				int32_t y = op->out[k];
 
-				if (S->dropped[y] && !S->avail[y]) {
+				if (S->dropped[y] && !S->avail[y] &&
+				    S->w.list[S->w.start[y + 1] - 1] == (uint32_t)(op - net->ops)) {
 					S->avail[y] = 1;
 					if (temporary && !S->temp[y]) {
 						S->temp[y] = 1;

@@ -64,6 +64,15 @@ static const char *act_label(const struct mp_net *net, const struct mp_action *a
 	return buf;
 }
 
+/* "'conv1.fwd'" for version w (op + 1), "the iteration's start" for 0. */
+static void version_name(const struct mp_net *net, int32_t w, char *buf, size_t n)
+{
+	if (w)
+		snprintf(buf, n, "'%s'", net->ops[w - 1].name);
+	else
+		snprintf(buf, n, "the iteration's start");
+}
+
 int sim_run(const struct mp_net *net, const struct mp_device *dev,
 	    struct mp_schedule *s, struct mp_sim *out, struct mp_error *err)
 {
@@ -72,6 +81,18 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 	/* valid[t]: t holds data (written since its allocation, or resident
 	 * from before the iteration); host_valid[t]: the host copy does */
 	uint8_t *valid = mp_xcalloc(nt, 1), *host_valid = mp_xcalloc(nt, 1);
+	/* Versions, as op + 1 (0: none, or contents from before the
+	 * iteration): origw[t] the last compute (not recompute) to write t,
+	 * curw[t] the writer of the bytes t holds now, hostw[t] of its host
+	 * copy; readw[in_at[o] + k] what op o's input k held when o was first
+	 * computed.  A compute must read what the program order left (origw), a
+	 * recompute what its first run read: rebuilding the wrong version (a
+	 * batch norm's output without the in-place relu that overwrote it) is
+	 * an error here, not silent. */
+	int32_t *origw = mp_xcalloc(nt, sizeof(*origw)), *curw = mp_xcalloc(nt, sizeof(*curw));
+	int32_t *hostw = mp_xcalloc(nt, sizeof(*hostw));
+	uint32_t *in_at = mp_xmalloc(((size_t)net->n_ops + 1) * sizeof(*in_at));
+	int32_t *readw;
 	uint8_t *st = mp_xcalloc(nt, 1), *done = mp_xcalloc(net->n_ops ? net->n_ops : 1, 1);
 	double *ready = mp_xcalloc(nt, sizeof(*ready));   /* device data ready */
 	double *host_ready = mp_xcalloc(nt, sizeof(*host_ready));
@@ -82,6 +103,10 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 	char lab[300];
 	int rc = -1;
 
+	in_at[0] = 0;
+	for (uint32_t o = 0; o < net->n_ops; o++)
+		in_at[o + 1] = in_at[o] + net->ops[o].n_in;
+	readw = mp_xcalloc((size_t)in_at[net->n_ops] + 1, sizeof(*readw));
 	memset(out, 0, sizeof(*out));
 	out->steps = mp_xcalloc(net->n_ops ? net->n_ops : 1, sizeof(*out->steps));
 	for (uint32_t i = 0; i < s->n; i++) {
@@ -120,13 +145,42 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 						     i, act_label(net, a, lab, sizeof(lab)), net->tensors[x].name);
 					goto out;
 				}
+				{
+					int32_t *seen = &readw[in_at[a->op] + k];
+					int32_t want = a->kind == MP_ACT_RECOMPUTE && done[a->op] ? *seen : origw[x];
+
+					if (curw[x] != want) {
+						char got[160], exp[160];
+
+						version_name(net, curw[x], got, sizeof(got));
+						version_name(net, want, exp, sizeof(exp));
+						mp_error_set(err, "schedule[%u] %s: reads '%s' as %s left it, not as %s did", i,
+							     act_label(net, a, lab, sizeof(lab)), net->tensors[x].name, got, exp);
+						goto out;
+					}
+					if (a->kind == MP_ACT_COMPUTE)
+						*seen = curw[x];
+				}
 			}
-			for (uint32_t k = 0; k < op->n_out; k++)
-				if (st[op->out[k]] != ST_RESIDENT) {
+			for (uint32_t k = 0; k < op->n_out; k++) {
+				int32_t x = op->out[k];
+
+				if (st[x] != ST_RESIDENT) {
 					mp_error_set(err, "schedule[%u] %s: writes '%s', which is not allocated", i,
-						     act_label(net, a, lab, sizeof(lab)), net->tensors[op->out[k]].name);
+						     act_label(net, a, lab, sizeof(lab)), net->tensors[x].name);
 					goto out;
 				}
+				/* gradients of a tensor read by several layers add up
+				 * in one buffer (memplan-net(5)): a later writer adds
+				 * to what the earlier ones left, which must be there */
+				if (net->tensors[x].kind == MP_TK_GRADIENT && origw[x] && origw[x] - 1 != a->op &&
+				    !valid[x]) {
+					mp_error_set(err, "schedule[%u] %s: adds to '%s', whose sum so far ('%s' wrote it) was freed since",
+						     i, act_label(net, a, lab, sizeof(lab)), net->tensors[x].name,
+						     net->ops[origw[x] - 1].name);
+					goto out;
+				}
+			}
 			sched_action_cost(net, s, a, &ms, &ws);
 			if (a->micro > 1) {
 				uint32_t sum = 0;
@@ -167,6 +221,9 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 			for (uint32_t k = 0; k < op->n_out; k++) {
 				ready[op->out[k]] = tc;
 				valid[op->out[k]] = 1;
+				curw[op->out[k]] = a->op + 1;
+				if (a->kind == MP_ACT_COMPUTE)
+					origw[op->out[k]] = a->op + 1;
 			}
 			emit(&cs, a->start_ms, 2 * i, 0, 0, -1, -1);
 			if (a->kind == MP_ACT_COMPUTE) {
@@ -190,6 +247,8 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 			held[t] = a->bytes;
 			/* resident from before the iteration: parameters, state, inputs */
 			valid[t] = sched_persistent(&net->tensors[t]);
+			if (!valid[t])
+				curw[t] = 0;
 			a->start_ms = a->end_ms = tc;
 			emit(&cs, tc, 2 * i, (int64_t)a->bytes, 1, -1, t);
 			break;
@@ -215,6 +274,7 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 			host_ready[t] = a->end_ms;
 			st[t] = ST_HOST;
 			host_valid[t] = valid[t];
+			hostw[t] = curw[t];
 			valid[t] = 0;
 			swapped_once[t] = 1;
 			out->d2h_bytes += net->tensors[t].bytes;
@@ -240,6 +300,7 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 			ready[t] = a->end_ms;
 			st[t] = ST_IN_FLIGHT;
 			valid[t] = host_valid[t];
+			curw[t] = hostw[t];
 			held[t] = net->tensors[t].bytes;
 			out->h2d_bytes += held[t];
 			out->n_swap_in++;
@@ -333,6 +394,11 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 out:
 	free(valid);
 	free(host_valid);
+	free(origw);
+	free(curw);
+	free(hostw);
+	free(in_at);
+	free(readw);
 	free(swapped_once);
 	free(st);
 	free(done);

@@ -461,6 +461,72 @@ static void test_workspace(void)
 	net_free(net);
 }
 
+/*
+ * Versions.  p writes a, u updates it in place (a relu after a batch norm),
+ * v reads it; g1 and g2 both write the gradient gr, which adds up (two
+ * layers reading one tensor), and h reads the sum.
+ */
+static const char ver_json[] =
+	"{\"format\": \"memplan-net/1\", \"name\": \"simver\","
+	" \"tensors\": [{\"name\": \"x\", \"kind\": \"input\", \"bytes\": 100},"
+	"  {\"name\": \"a\", \"bytes\": 100}, {\"name\": \"b\", \"bytes\": 100},"
+	"  {\"name\": \"gr\", \"kind\": \"gradient\", \"bytes\": 100}, {\"name\": \"d\", \"bytes\": 10}],"
+	" \"ops\": ["
+	"  {\"name\": \"p\", \"inputs\": [\"x\"], \"outputs\": [\"a\"], \"time\": 1.0},"
+	"  {\"name\": \"u\", \"inputs\": [\"a\"], \"outputs\": [\"a\"], \"time\": 1.0},"
+	"  {\"name\": \"v\", \"inputs\": [\"a\"], \"outputs\": [\"b\"], \"time\": 1.0},"
+	"  {\"name\": \"g1\", \"phase\": \"backward\", \"inputs\": [\"b\"], \"outputs\": [\"gr\"], \"time\": 1.0},"
+	"  {\"name\": \"g2\", \"phase\": \"backward\", \"inputs\": [\"x\"], \"outputs\": [\"gr\"], \"time\": 1.0},"
+	"  {\"name\": \"h\", \"phase\": \"backward\", \"inputs\": [\"gr\"], \"outputs\": [\"d\"], \"time\": 1.0}]}";
+
+static void test_versions(void)
+{
+	/* rebuilding a from p alone gives p's version, not u's: v must be
+	 * refused when it re-runs, and accepted once u re-runs too */
+	static const char *const stale[] = {
+		"alloc x", "alloc a", "compute p", "compute u", "alloc b", "compute v", "free a",
+		"alloc a", "recompute p", "recompute v", NULL };
+	static const char *const rebuilt[] = {
+		"alloc x", "alloc a", "compute p", "compute u", "alloc b", "compute v", "free a",
+		"alloc a", "recompute p", "recompute u", "recompute v",
+		"alloc gr", "compute g1", "compute g2", "alloc d", "compute h", NULL };
+	/* g2 adds to what g1 wrote: freeing it between loses g1's part; a
+	 * swap-out and back keeps it */
+	static const char *const lost[] = {
+		"alloc x", "alloc a", "compute p", "compute u", "alloc b", "compute v",
+		"alloc gr", "compute g1", "free gr", "alloc gr", "compute g2", NULL };
+	static const char *const kept[] = {
+		"alloc x", "alloc a", "compute p", "compute u", "alloc b", "compute v",
+		"alloc gr", "compute g1", "swap_out gr", "swap_in gr", "wait gr", "compute g2",
+		"alloc d", "compute h", NULL };
+	struct mp_net *net = load(ver_json);
+	struct mp_schedule s;
+	struct mp_sim sim;
+	struct mp_error err;
+
+	CHECK(net != NULL);
+	if (!net)
+		return;
+	CHECK(simulate(net, stale, &s, &sim, &err) < 0);
+	CHECK_STR(err.msg, "schedule[9] recompute 'v': reads 'a' as 'p' left it, not as 'u' did");
+	sched_release(&s);
+	CHECK(simulate(net, rebuilt, &s, &sim, &err) == 0);
+	if (err.msg[0])
+		fprintf(stderr, "versions: %s\n", err.msg);
+	CHECK_U64(sim.n_recompute, 3);
+	sim_release(&sim);
+	sched_release(&s);
+	CHECK(simulate(net, lost, &s, &sim, &err) < 0);
+	CHECK_STR(err.msg, "schedule[10] compute 'g2': adds to 'gr', whose sum so far ('g1' wrote it) was freed since");
+	sched_release(&s);
+	CHECK(simulate(net, kept, &s, &sim, &err) == 0);
+	if (err.msg[0])
+		fprintf(stderr, "versions: %s\n", err.msg);
+	sim_release(&sim);
+	sched_release(&s);
+	net_free(net);
+}
+
 int main(void)
 {
 	struct mp_net *net = load(line_json);
@@ -475,5 +541,6 @@ int main(void)
 		net_free(net);
 	}
 	test_workspace();
+	test_versions();
 	return unit_report("test_sim");
 }
