@@ -41,6 +41,10 @@ expect_run "unknown allocator" 2 --stderr "memplan: --alloc: unknown allocator '
 expect_run "async is CUDA's" 2 \
 	--stderr "memplan: --alloc: async is cudaMallocAsync, for --device cuda (the host backend has arena and pool)" -- \
 	memplan verify "$TMP/p.json" --alloc async
+expect_run "unknown compute mode" 2 --stderr "memplan: --compute: unknown mode 'fast' (real or timed)" -- \
+	memplan verify "$TMP/p.json" --compute fast
+expect_run "compute timed on the host" 0 --stdout-grep '^backend +host: ' -- \
+	memplan verify "$TMP/p.json" --iters 1 --compute timed --tolerance-time 100000
 expect_run "unknown backend" 2 --stderr "memplan: --device: unknown backend 'tpu' (host or cuda)" -- \
 	memplan verify "$TMP/p.json" --device tpu
 expect_run "unknown option" 2 --stderr-grep "^memplan: verify: unknown or incomplete option '--budget'" -- \

@@ -19,6 +19,8 @@ else
 		memplan verify "$TMP/p.json" --device cuda
 	expect_run "device cuda, any allocator" 3 --stderr "memplan: verify: no CUDA device" -- \
 		memplan verify "$TMP/p.json" --device cuda --alloc async --iters 3
+	expect_run "device cuda, timed kernels" 3 --stderr "memplan: verify: no CUDA device" -- \
+		memplan verify "$TMP/p.json" --device cuda --compute timed
 	memplan verify "$TMP/p.json" --device cuda >"$TMP/cuda.out" 2>/dev/null
 	expect_run "device cuda prints nothing on stdout" 0 -- test ! -s "$TMP/cuda.out"
 fi
