@@ -55,7 +55,7 @@ CLI_OBJ  := $(CLI:%.c=$(BUILD)/%.o)
 UNIT     := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all demo test check unit cli-tests bench clean deps cuda-check FORCE
+.PHONY: all demo test check unit cli-tests bench clean deps cuda-check gpu-bundle FORCE
 all: memplan
 
 # ./memplan is the last build asked for (make check's sanitizer build
@@ -64,7 +64,19 @@ memplan: $(BUILD)/memplan FORCE
 	@cmp -s $< $@ || { echo "cp $< $@"; cp $< $@; }
 
 $(BUILD)/memplan: $(CLI_OBJ) $(LIB_OBJ) $(CUDA_OBJ)
-	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS) $(CUDA_LIBS)
+	$(CC) $(SANFLAGS) $(LDFLAGS) $(if $(GPU_BUNDLE),$(ORIGIN_RPATH)) -o $@ $^ $(LIBS) $(CUDA_LIBS)
+
+# gpu-bundle: build-gpu/memplan with the CUDA backend and, in build-gpu/lib,
+# the shared libraries it needs beyond libc and libstdc++ (jansson, GLPK and
+# its solvers, libcrypto), found through an $$ORIGIN rpath, so that a GPU
+# machine without these packages runs it as is (tools/gpu-bench.sh).
+ORIGIN_RPATH := -Wl,-rpath,'$$ORIGIN/lib'
+SYSTEM_LIBS  := /lib(c|m|dl|pthread|rt|stdc\+\+|gcc_s)\.so
+gpu-bundle:
+	$(MAKE) BUILD=build-gpu GPU_BUNDLE=1 build-gpu/memplan
+	@mkdir -p build-gpu/lib
+	@ldd build-gpu/memplan | awk '/=> \// {print $$3}' | grep -v -E '$(SYSTEM_LIBS)' | xargs -r -I{} cp -L {} build-gpu/lib/
+	@echo "memplan: build-gpu/memplan, with $$(ls build-gpu/lib | wc -l) libraries in build-gpu/lib ($$(du -sh build-gpu/lib | cut -f1))"
 
 $(BUILD)/%.o: %.c $(wildcard analysis/*.h plan/*.h verify/*.h cli/*.h)
 	@mkdir -p $(dir $@)

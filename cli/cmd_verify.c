@@ -109,7 +109,7 @@ static int probe(void)
 	printf("host   available: %ld CPUs, %s memory (the host backend, --device host)\n", cpus,
 	       mp_fmt_bytes(pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0, b1, sizeof(b1)));
 #ifdef MEMPLAN_CUDA
-	printf("cuda   backend: built in (CUDA runtime %d.%d; timed kernels, no cuDNN/cuBLAS yet)\n",
+	printf("cuda   backend: built in (CUDA runtime %d.%d; cuDNN and cuBLAS loaded when a GPU runs)\n",
 	       exec_cuda_runtime_version() / 1000, exec_cuda_runtime_version() % 1000 / 10);
 #else
 	printf("cuda   backend: not in this build (nvcc not found, or a sanitizer build)\n");

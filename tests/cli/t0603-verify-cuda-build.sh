@@ -12,7 +12,7 @@ memplan plan examples/chain.json --budget 64K -o "$TMP/p64.json" >/dev/null
 memplan verify --probe >"$TMP/probe.out" 2>"$TMP/probe.err"
 if grep -qE '^cuda +backend: built in ' "$TMP/probe.out"; then
 	expect_run "probe says the backend is built in" 0 \
-		--stdout-grep '^cuda +backend: built in \(CUDA runtime [0-9]+\.[0-9]+; timed kernels, no cuDNN/cuBLAS yet\)$' -- \
+		--stdout-grep '^cuda +backend: built in \(CUDA runtime [0-9]+\.[0-9]+; cuDNN and cuBLAS loaded when a GPU runs\)$' -- \
 		cat "$TMP/probe.out"
 	backend=1
 else
