@@ -1172,6 +1172,20 @@ static int do_compute(struct cx *X, uint32_t i)
 		add_check(X, i, x, o, CK_READ, slot, want, culprits(X, off, n, T->cur));
 		X->reads++;
 	}
+	/* a gradient another op wrote this iteration is added to: read it */
+	for (uint32_t k = 0; X->checking && !re && k < op->n_out; k++) {
+		int32_t x = op->out[k];
+		const struct tens *T = &X->t[x];
+		uint64_t off = X->place_off[T->cur], n = X->net->tensors[x].bytes;
+		int slot;
+
+		if (X->net->tensors[x].kind != MP_TK_GRADIENT || !T->expect.valid || T->expect.writer == o)
+			continue;
+		if (launch_hash(X, i, X->cs, off, n, &slot) < 0)
+			return -1;
+		add_check(X, i, x, o, CK_READ, slot, T->expect, culprits(X, off, n, T->cur));
+		X->reads++;
+	}
 	if (K) {
 		char why[256];
 

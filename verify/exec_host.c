@@ -962,12 +962,27 @@ static int do_compute(struct exec *X, uint32_t i)
 		}
 	}
 	/* write every output with its pattern; a recompute must rebuild what
-	 * the first run wrote */
+	 * the first run wrote.  A gradient another op wrote this iteration is
+	 * added to (memplan-net(5)): its bytes are read first, as sim_run
+	 * requires them there. */
 	for (uint32_t k = 0; k < op->n_out; k++) {
 		int32_t x = op->out[k];
 		struct tens *T = &X->t[x];
 		uint64_t off = X->place_off[T->cur], n = X->net->tensors[x].bytes, h;
 
+		if (!re && X->net->tensors[x].kind == MP_TK_GRADIENT && T->expect.valid && T->expect.writer != o) {
+			h = exec_hash(X->mem + off, n);
+			X->hashed_c += n;
+			X->reads++;
+			if (h != T->expect.sum) {
+				pthread_mutex_lock(&X->mu);
+				culprit_locked(X, off, n, T->cur, extra, sizeof(extra));
+				fail_locked(X, i, "adds to '%s', which does not hold %s (checksum %016llx, expected %016llx)%s",
+					    tname(X, x), ver_what(X, &T->expect, w1, sizeof(w1)), (unsigned long long)h,
+					    (unsigned long long)T->expect.sum, extra);
+				return -1;
+			}
+		}
 		h = fill_pattern(X->mem + off, n, pattern_seed(x, o));
 		X->hashed_c += n;
 		if (re) {

@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../analysis/policy.h"
 #include "../../analysis/route.h"
@@ -629,6 +630,60 @@ static void test_overlap(void)
 	CHECK(!"no example offers an overlap to plant");
 }
 
+/*
+ * A gradient two ops add to (p, then r) and z, allocated between them while
+ * g holds p's part.  Placing z on g's bytes makes q overwrite that part; r,
+ * which adds to g, must find out (the simulator cannot: the offsets are the
+ * arena's, not the schedule's).
+ */
+static const char accum_json[] =
+	"{\"format\": \"memplan-net/1\", \"name\": \"accum\","
+	" \"tensors\": [{\"name\": \"x\", \"kind\": \"input\", \"bytes\": 1000},"
+	"  {\"name\": \"g\", \"kind\": \"gradient\", \"bytes\": 4000}, {\"name\": \"z\", \"bytes\": 4000},"
+	"  {\"name\": \"d\", \"bytes\": 10}],"
+	" \"ops\": [{\"name\": \"p\", \"inputs\": [\"x\"], \"outputs\": [\"g\"], \"time\": 1.0},"
+	"  {\"name\": \"q\", \"inputs\": [\"x\"], \"outputs\": [\"z\"], \"time\": 1.0},"
+	"  {\"name\": \"r\", \"inputs\": [\"x\"], \"outputs\": [\"g\"], \"time\": 1.0},"
+	"  {\"name\": \"s\", \"inputs\": [\"g\", \"z\"], \"outputs\": [\"d\"], \"time\": 1.0}]}";
+
+static void test_accumulate(void)
+{
+	char path[] = "/tmp/memplan-accum-XXXXXX";
+	int fd = mkstemp(path);
+	struct fix f;
+	const struct mp_schedule *s;
+	uint32_t ag, az, cr, failed;
+	char want[300];
+
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	CHECK(write(fd, accum_json, sizeof(accum_json) - 1) == (ssize_t)(sizeof(accum_json) - 1));
+	close(fd);
+	if (fix_policy(&f, path, MP_STRAT_LIVENESS) < 0) {
+		CHECK(0);
+		unlink(path);
+		return;
+	}
+	unlink(path);
+	s = &f.p.sched;
+	/* the healthy plan runs */
+	CHECK(strcmp(run_bad(&f, MP_EXEC_ARENA, 0, &failed), "(ran clean)") == 0);
+	ag = find(s, 0, MP_ACT_ALLOC, net_find_tensor(f.net, "g"));
+	az = find(s, 0, MP_ACT_ALLOC, net_find_tensor(f.net, "z"));
+	for (cr = 0; cr < s->n && !(s->a[cr].kind == MP_ACT_COMPUTE && s->a[cr].op == net_find_op(f.net, "r")); cr++)
+		;
+	CHECK(ag < az && az < cr && cr < s->n);
+	if (ag < az && az < cr && cr < s->n) {
+		f.p.offset[az] = f.p.offset[ag];
+		snprintf(want, sizeof(want), "schedule[%u] compute 'r': adds to 'g', which does not hold what 'p' wrote (checksum ",
+			 cr);
+		expect_prefix(run_bad(&f, MP_EXEC_ARENA, 0, &failed), want);
+		CHECK_U64(failed, cr);
+	}
+	fix_release(&f);
+}
+
 /* A swap-in placed over a parameter: it can copy only once compute frees
  * the parameter, which compute would do only after waiting for it. */
 static void test_swap_in_over_live(void)
@@ -856,6 +911,7 @@ int main(void)
 	test_recompute_removed();
 	test_arena_too_small();
 	test_overlap();
+	test_accumulate();
 	test_swap_in_over_live();
 	test_swap_in_reuse();
 	test_pool_exhausted();
