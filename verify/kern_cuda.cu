@@ -782,13 +782,15 @@ static int run_conv(struct kern_lib *L, const struct kern *K, kern_addr_fn addr,
 
 		for (uint32_t i = 0; i < K->n_calls; i++) {
 			const struct kern_call *c = &K->call[i];
+			char *yi = plus(y, c->at * K->y_sample, K->esize);
 
 			DNN(L->cudnnConvolutionForward(L->dnn, &one, c->x, plus(x, c->at * K->x_sample, K->esize),
-						       K->w, w, K->conv, c->fwd, ws, K->ws_used, &zero, c->y,
-						       plus(y, c->at * K->y_sample, K->esize)));
+						       K->w, w, K->conv, c->fwd, ws, K->ws_used, &zero, c->y, yi));
+			/* the bias over this micro-batch's samples: c->y covers
+			 * only them */
+			if (K->bias)
+				DNN(L->cudnnAddTensor(L->dnn, &one, K->bias, at(addr, ctx, k->b), &one, c->y, yi));
 		}
-		if (K->bias)
-			DNN(L->cudnnAddTensor(L->dnn, &one, K->bias, at(addr, ctx, k->b), &one, K->call[0].y, y));
 		return 0;
 	}
 	{
