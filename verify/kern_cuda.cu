@@ -570,7 +570,9 @@ int kern_prepare(struct kern_lib *L, const struct mp_net *net, const struct mp_k
 	}
 	if (prepare_calls(L, K, mb, n_mb, ws_bytes, why, n) < 0)
 		goto fail;
-	if (k->b >= 0 && (k->type == KOP_CONV || k->type == KOP_FC)) {
+	/* the bias: read by the forward, its gradient written by the backward
+	 * (whose kop has no b: the backward does not read the bias) */
+	if ((k->b >= 0 || k->db >= 0) && (k->type == KOP_CONV || k->type == KOP_FC)) {
 		uint32_t ones[3] = { 1, 1, 1 };
 
 		if (tensor_desc(L, K->dt, 1, k->k, k->type == KOP_FC ? 0 : k->nsp, ones, 0, &K->bias, why, n) < 0)
