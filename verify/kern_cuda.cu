@@ -476,10 +476,10 @@ static int prepare_calls(struct kern_lib *L, struct kern *K, const struct kern_m
 		c->batch = mb[i].batch;
 		c->at = at;
 		at += mb[i].batch;
+		K->n_calls = i + 1; /* before its descriptors: kern_free destroys them on failure */
 		if (tensor_desc(L, K->dt, c->batch, k->c, k->nsp, k->in_sp, 0, &c->x, why, n) < 0 ||
 		    tensor_desc(L, K->dt, c->batch, k->k, k->nsp, k->out_sp, 0, &c->y, why, n) < 0)
 			return -1;
-		K->n_calls = i + 1;
 		if (k->type != KOP_CONV)
 			continue;
 		if (choose_algos(L, K, c, mb[i].algo, ws, why, n) < 0)
