@@ -2,9 +2,11 @@
  * fake_core: the CUDA runtime functions kern_cuda.cu calls (cudaMalloc,
  * cudaFree, cudaMemset, cudaGetLastError) on the host, and the registry the
  * fake cuDNN and cuBLAS check their calls against (fakecuda.h): live
- * allocations with one shadow byte per byte, the log of each call's reads and
- * writes, violations, live handle and descriptor counts, fault injection.
- * An access costs O(allocations + bytes touched).
+ * allocations with the state of each byte (fakecuda.h "Shadow bytes"), kept
+ * as sorted runs of bytes in the same state, the log of each call's reads
+ * and writes, violations, live handle and descriptor counts, fault
+ * injection.  An access costs O(allocations + runs of the layout x log of
+ * the allocation's state runs + the state runs it covers).
  */
 #include "fakecuda.h"
 
@@ -14,12 +16,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Bytes [lo, next one's lo) in one state: bit 7 a value from before the op,
+ * bit 6 read since last written, bits 0-5 this op's writes. */
+#define S_BEFORE 0x80
+#define S_READ 0x40
+#define S_COUNT 0x3f
+struct seg {
+	uint64_t lo;
+	uint8_t state;
+};
+
 struct alloc {
 	char *base;
 	uint64_t bytes;
 	int32_t tag;
 	const char *name;      /* the test's, borrowed; NULL: internal */
-	uint8_t *shadow;       /* [bytes], calloc'd on first use */
+	struct seg *seg;       /* [n_seg], seg[0].lo 0, ascending; the last one
+				* runs to bytes */
+	uint32_t n_seg, cap_seg;
 };
 
 static struct alloc **allocs; /* [n_allocs] live */
@@ -35,6 +49,7 @@ static char context[256];
 static uint64_t fallible, fail_countdown;
 static long live[FK_OBJ__COUNT];
 static unsigned loaded, algos[3];
+static bool values;
 
 static void *xrealloc(void *p, size_t n)
 {
@@ -141,6 +156,16 @@ unsigned fk_algos_used(int dir)
 	return dir >= 0 && dir < 3 ? algos[dir] : 0;
 }
 
+void fk_values(bool on)
+{
+	values = on;
+}
+
+bool fk_values_on(void)
+{
+	return values;
+}
+
 unsigned fk_loaded(void)
 {
 	return loaded;
@@ -159,16 +184,72 @@ static struct alloc *find(const void *p)
 	return NULL;
 }
 
-static uint8_t *shadow_of(struct alloc *a)
+/* ---- the state of each byte, as runs ---- */
+
+static void seg_reset(struct alloc *a, uint8_t state)
 {
-	if (!a->shadow) {
-		a->shadow = (uint8_t *)calloc(a->bytes ? a->bytes : 1, 1);
-		if (!a->shadow) {
-			fprintf(stderr, "fakecuda: out of memory\n");
-			abort();
-		}
+	if (!a->cap_seg) {
+		a->cap_seg = 8;
+		a->seg = (struct seg *)xrealloc(NULL, a->cap_seg * sizeof(*a->seg));
 	}
-	return a->shadow;
+	a->n_seg = 1;
+	a->seg[0].lo = 0;
+	a->seg[0].state = state;
+}
+
+/* The run holding byte x (x < bytes). */
+static uint32_t seg_find(const struct alloc *a, uint64_t x)
+{
+	uint32_t lo = 0, hi = a->n_seg; /* seg[lo].lo <= x < seg[hi].lo */
+
+	while (hi - lo > 1) {
+		uint32_t mid = (lo + hi) / 2;
+
+		if (a->seg[mid].lo <= x)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* A run boundary at x (0 < x < bytes); returns the run starting at x. */
+static uint32_t seg_split(struct alloc *a, uint64_t x)
+{
+	uint32_t i = seg_find(a, x);
+
+	if (a->seg[i].lo == x)
+		return i;
+	if (a->n_seg == a->cap_seg) {
+		a->cap_seg *= 2;
+		a->seg = (struct seg *)xrealloc(a->seg, a->cap_seg * sizeof(*a->seg));
+	}
+	memmove(&a->seg[i + 2], &a->seg[i + 1], (a->n_seg - i - 1) * sizeof(*a->seg));
+	a->seg[i + 1].lo = x;
+	a->seg[i + 1].state = a->seg[i].state;
+	a->n_seg++;
+	return i + 1;
+}
+
+static uint64_t seg_end(const struct alloc *a, uint32_t i)
+{
+	return i + 1 < a->n_seg ? a->seg[i + 1].lo : a->bytes;
+}
+
+/* Merge equal neighbours around runs [from, to]. */
+static void seg_merge(struct alloc *a, uint32_t from, uint32_t to)
+{
+	uint32_t w = from ? from - 1 : 0;
+
+	if (to + 1 >= a->n_seg)
+		to = a->n_seg - 1;
+	else
+		to++;
+	for (uint32_t r = w + 1; r <= to; r++)
+		if (a->seg[r].state != a->seg[w].state)
+			a->seg[++w] = a->seg[r];
+	memmove(&a->seg[w + 1], &a->seg[to + 1], (a->n_seg - to - 1) * sizeof(*a->seg));
+	a->n_seg -= to - w;
 }
 
 cudaError_t cudaMalloc(void **devPtr, size_t size)
@@ -196,6 +277,7 @@ cudaError_t cudaMalloc(void **devPtr, size_t size)
 	}
 	a->bytes = size;
 	a->tag = FK_TAG_INTERNAL;
+	seg_reset(a, 0);
 	if (n_allocs == cap_allocs) {
 		cap_allocs = cap_allocs ? 2 * cap_allocs : 64;
 		allocs = (struct alloc **)xrealloc(allocs, cap_allocs * sizeof(*allocs));
@@ -214,7 +296,7 @@ cudaError_t cudaFree(void *devPtr)
 			struct alloc *a = allocs[i];
 
 			free(a->base);
-			free(a->shadow);
+			free(a->seg);
 			free(a);
 			allocs[i] = allocs[--n_allocs];
 			return cudaSuccess;
@@ -268,30 +350,28 @@ void fk_define(const void *p, bool defined)
 {
 	struct alloc *a = find(p);
 
-	if (!a)
-		return;
-	memset(shadow_of(a), defined ? 0x80 : 0, a->bytes);
+	if (a)
+		seg_reset(a, defined ? S_BEFORE : 0);
 }
 
 void fk_write_counts(const void *p, uint64_t n, unsigned *lo, unsigned *hi, uint64_t *at_lo)
 {
 	struct alloc *a = find(p);
-	const uint8_t *s;
+	uint64_t from, to;
 
 	*lo = *hi = 0;
 	*at_lo = 0;
 	if (!a || !n)
 		return;
-	s = shadow_of(a) + ((const char *)p - a->base);
-	if (n > a->bytes - (uint64_t)((const char *)p - a->base))
-		n = a->bytes - (uint64_t)((const char *)p - a->base);
+	from = (uint64_t)((const char *)p - a->base);
+	to = n > a->bytes - from ? a->bytes : from + n;
 	*lo = 255;
-	for (uint64_t i = 0; i < n; i++) {
-		unsigned c = s[i] & 0x7f;
+	for (uint32_t i = seg_find(a, from); i < a->n_seg && a->seg[i].lo < to; i++) {
+		unsigned c = a->seg[i].state & S_COUNT;
 
 		if (c < *lo) {
 			*lo = c;
-			*at_lo = i;
+			*at_lo = (a->seg[i].lo > from ? a->seg[i].lo : from) - from;
 		}
 		if (c > *hi)
 			*hi = c;
@@ -443,7 +523,7 @@ struct arg {
 	bool ok;
 	/* shadow pass results */
 	bool read_before;
-	uint64_t unwritten, unwritten_at;
+	uint64_t unwritten, unwritten_at, dead, dead_at;
 };
 
 static struct {
@@ -492,26 +572,46 @@ void fk_fail(const char *fmt, ...)
 static void read_run(void *ctx, uint64_t off, uint64_t len)
 {
 	struct arg *a = (struct arg *)ctx;
-	const uint8_t *s = shadow_of(a->a) + a->lo + off;
+	struct alloc *al = a->a;
+	uint64_t lo = a->lo + off, hi = lo + len;
+	uint32_t first = lo ? seg_split(al, lo) : 0, last;
 
-	for (uint64_t i = 0; i < len; i++) {
-		if (s[i] & 0x80)
+	if (hi < al->bytes)
+		seg_split(al, hi);
+	last = seg_find(al, hi - 1);
+	for (uint32_t i = first; i <= last; i++) {
+		if (al->seg[i].state & S_BEFORE)
 			a->read_before = true;
-		else if (!(s[i] & 0x7f) && a->unwritten++ == 0)
-			a->unwritten_at = off + i;
+		else if (!(al->seg[i].state & S_COUNT)) {
+			if (!a->unwritten)
+				a->unwritten_at = al->seg[i].lo - a->lo;
+			a->unwritten += seg_end(al, i) - al->seg[i].lo;
+		}
+		al->seg[i].state |= S_READ;
 	}
+	seg_merge(al, first, last);
 }
 
 static void write_run(void *ctx, uint64_t off, uint64_t len)
 {
 	struct arg *a = (struct arg *)ctx;
-	uint8_t *s = shadow_of(a->a) + a->lo + off;
+	struct alloc *al = a->a;
+	uint64_t lo = a->lo + off, hi = lo + len;
+	uint32_t first = lo ? seg_split(al, lo) : 0, last;
 
-	for (uint64_t i = 0; i < len; i++) {
-		unsigned c = s[i] & 0x7f;
+	if (hi < al->bytes)
+		seg_split(al, hi);
+	last = seg_find(al, hi - 1);
+	for (uint32_t i = first; i <= last; i++) {
+		unsigned c = al->seg[i].state & S_COUNT;
 
-		s[i] = (uint8_t)(c < 127 ? c + 1 : 127);
+		/* a value this op wrote, overwritten unread: lost work (a
+		 * beta 0 where an accumulation was meant) */
+		if (c && !(al->seg[i].state & S_READ) && al->tag >= 0 && !a->dead++)
+			a->dead_at = al->seg[i].lo - a->lo;
+		al->seg[i].state = (uint8_t)(c < S_COUNT ? c + 1 : S_COUNT);
 	}
+	seg_merge(al, first, last);
 }
 
 static const char *alloc_name(const struct alloc *a)
@@ -596,8 +696,13 @@ int fk_end(void)
 
 		if (!a->ok)
 			continue;
-		if (a->how & FK_W)
+		if (a->how & FK_W) {
 			for_runs(&a->l, write_run, a);
+			if (a->dead)
+				fk_fail("%s overwrites bytes of %s that this op wrote and nobody read since (from byte %llu "
+					"of the argument)",
+					a->name, alloc_name(a->a), (unsigned long long)a->dead_at);
+		}
 		if (a->how & FK_BOUNDS)
 			continue;
 		memset(&e, 0, sizeof(e));

@@ -25,7 +25,8 @@
  * group and (Winograd) 3x3 or 5x5 filters; DIRECT and backward-filter
  * WINOGRAD never.  The _v7 heuristics list a workspace-hungry algorithm
  * first, as cuDNN's often do.  Values are computed only by cudnnAddTensor,
- * cudnnTransformTensor and cudnnConvolutionBackwardBias in float32.
+ * cudnnTransformTensor and cudnnConvolutionBackwardBias in float32, when
+ * the test asks (fk_values).
  */
 #include "fakecuda.h"
 
@@ -1102,23 +1103,33 @@ out:
 
 /* ---- float32 values for the cheap calls (the test checks them) ---- */
 
-/* Calls f on each element of c (in index order) with the offsets of the
- * same element in c and, broadcast where a's dimension is 1, in a. */
-static void each_element(const struct cudnnTensorStruct *c, const struct cudnnTensorStruct *a,
-			 void (*f)(void *ctx, uint64_t oc, uint64_t oa), void *ctx)
+/* C = alpha A + beta C over C's elements, A broadcast where its dimension
+ * is 1 (beta 0: C is not read; it may hold anything, NaN included). */
+static void axpby(const struct cudnnTensorStruct *a, const void *A, const struct cudnnTensorStruct *c, void *C,
+		  const void *alpha, const void *beta)
 {
-	int idx[CUDNN_DIM_MAX] = { 0 };
+	const float *av = (const float *)A, al = *(const float *)alpha, be = *(const float *)beta;
+	float *cv = (float *)C;
+	int idx[CUDNN_DIM_MAX] = { 0 }, last = c->nd - 1;
+	int64_t sa, sc;
 
+	if (c->dt != CUDNN_DATA_FLOAT || !fk_values_on())
+		return;
+	while (last > 0 && c->dim[last] == 1) /* the inner loop over the last dimension above 1 */
+		last--;
+	sa = a->dim[last] == 1 ? 0 : a->str[last];
+	sc = c->str[last];
 	for (;;) {
 		uint64_t oc = 0, oa = 0;
 		int i;
 
-		for (i = 0; i < c->nd; i++) {
+		for (i = 0; i < last; i++) {
 			oc += (uint64_t)idx[i] * (uint64_t)c->str[i];
 			oa += (uint64_t)(a->dim[i] == 1 ? 0 : idx[i]) * (uint64_t)a->str[i];
 		}
-		f(ctx, oc, oa);
-		for (i = c->nd - 1; i >= 0; i--) {
+		for (int64_t j = 0; j < c->dim[last]; j++)
+			cv[oc + j * sc] = al * av[oa + j * sa] + (be != 0 ? be * cv[oc + j * sc] : 0.0f);
+		for (i = last - 1; i >= 0; i--) {
 			if (++idx[i] < c->dim[i])
 				break;
 			idx[i] = 0;
@@ -1126,29 +1137,6 @@ static void each_element(const struct cudnnTensorStruct *c, const struct cudnnTe
 		if (i < 0)
 			return;
 	}
-}
-
-struct axpby {
-	const float *a;
-	float *c;
-	float alpha, beta;
-};
-
-static void axpby_one(void *ctx, uint64_t oc, uint64_t oa)
-{
-	struct axpby *v = (struct axpby *)ctx;
-
-	/* beta 0: the output is not read (it may hold anything, NaN included) */
-	v->c[oc] = v->alpha * v->a[oa] + (v->beta != 0 ? v->beta * v->c[oc] : 0.0f);
-}
-
-static void axpby(const struct cudnnTensorStruct *ad, const void *A, const struct cudnnTensorStruct *cd, void *C,
-		  const void *alpha, const void *beta)
-{
-	struct axpby v = { (const float *)A, (float *)C, *(const float *)alpha, *(const float *)beta };
-
-	if (cd->dt == CUDNN_DATA_FLOAT)
-		each_element(cd, ad, axpby_one, &v);
 }
 
 cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void *alpha,
@@ -1179,7 +1167,7 @@ cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void *alp
 	ldb = tlayout(dbDesc);
 	fk_arg("dy", dy, &ldy, FK_R, 0);
 	fk_arg("db", db, &ldb, FK_W | (b1 ? FK_R : 0), 0);
-	if (fk_end() == 0 && dyDesc->dt == CUDNN_DATA_FLOAT) {
+	if (fk_end() == 0 && dyDesc->dt == CUDNN_DATA_FLOAT && fk_values_on()) {
 		const float *g = (const float *)dy;
 		float *b = (float *)db, a = *(const float *)alpha, be = *(const float *)beta;
 		int inner = 1;

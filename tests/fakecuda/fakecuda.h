@@ -19,18 +19,19 @@
  * document them (dimensions from the convolution and pooling formulas,
  * channels and groups, broadcast rules, leading dimensions, workspace and
  * reserve sizes) and every pointer's extent against the live allocations,
- * and computes nothing except where noted (cublasGemmEx, cudnnAddTensor,
- * cudnnTransformTensor, cudnnConvolutionBackwardBias in float32, so the test
- * can check values).  A violation is printed and counted; the call returns
+ * and computes nothing unless asked to (fk_values: a few calls, so that the
+ * test can check values).  A violation is printed and counted; the call returns
  * the status cuDNN or cuBLAS would (or success where the real library would
  * not notice, e.g. an access past the end of a buffer).
  *
- * Shadow bytes: each allocation has one per byte.  Bit 7 says the byte holds
- * a value from before the current op (the test marks the op's inputs so);
- * bits 0-6 count this op's writes (saturating).  A read must see bit 7 or a
- * count; a write clears bit 7.  Reads and writes are logged per call, so the
- * test knows which tensors each call read and wrote and how often each byte
- * was written.
+ * Shadow bytes: each byte of an allocation has a state: whether it holds a
+ * value from before the current op (the test marks the op's inputs so),
+ * whether it was read since last written, and how many times this op wrote
+ * it (saturating at 63).  A read must see a value from before or a write; a
+ * write of a tensor must not overwrite this op's own unread value (a lost
+ * accumulation).  Reads and writes are logged per call, so the test knows
+ * which tensors each call read and wrote and how often each byte was
+ * written.
  */
 #ifndef MP_FAKECUDA_H
 #define MP_FAKECUDA_H
@@ -105,8 +106,17 @@ const char *fk_obj_name(enum fk_obj k);
 /* Which fakes the dynamic loader brought in: 1 cuDNN, 2 cuBLAS. */
 unsigned fk_loaded(void);
 
-/* cublasGemmEx computes in float32 when m n k is at most this. */
-#define FK_GEMM_COMPUTE_MAX (1ull << 28)
+/* Compute values (float32) from now on: cudnnAddTensor,
+ * cudnnTransformTensor and cudnnConvolutionBackwardBias all of their
+ * output, cublasGemmEx the elements of C whose index i + j m is a multiple
+ * of fk_sample_stride(m n) (the others are left as they were). */
+void fk_values(bool on);
+bool fk_values_on(void);
+#define FK_VALUE_SAMPLES 1021
+static inline uint64_t fk_sample_stride(uint64_t n)
+{
+	return n > FK_VALUE_SAMPLES ? n / FK_VALUE_SAMPLES : 1;
+}
 
 /* ---- for the fakes ---- */
 
