@@ -298,11 +298,23 @@ const struct kern_family *kern_conv_families(uint32_t *n)
 
 /* ---- descriptors ---- */
 
+/* why = "cudnnAddTensor: STATUS" from the text of the call
+ * "L->cudnnAddTensor(...)": the function's name, not its arguments, which
+ * would fill a caller's buffer before the status. */
+static void say_failed(char *why, size_t n, const char *call, const char *status)
+{
+	const char *f = strstr(call, "->"), *e;
+
+	f = f ? f + 2 : call;
+	e = strchr(f, '(');
+	say(why, n, "%.*s: %s", (int)(e ? e - f : (long)strlen(f)), f, status);
+}
+
 #define DNN(call)                                                                             \
 	do {                                                                                  \
 		cudnnStatus_t s_ = (call);                                                    \
 		if (s_ != CUDNN_STATUS_SUCCESS) {                                             \
-			say(why, n, "%s: %s", #call, L->cudnnGetErrorString(s_));             \
+			say_failed(why, n, #call, L->cudnnGetErrorString(s_));                \
 			return -1;                                                            \
 		}                                                                             \
 	} while (0)
@@ -767,7 +779,10 @@ uint64_t kern_ws_bytes(const struct kern *K)
 	do {                                                                    \
 		cublasStatus_t s_ = (call);                                     \
 		if (s_ != CUBLAS_STATUS_SUCCESS) {                              \
-			say(why, n, "%s: cuBLAS status %d", #call, (int)s_);    \
+			char st_[32];                                           \
+                                                                                \
+			snprintf(st_, sizeof(st_), "cuBLAS status %d", (int)s_); \
+			say_failed(why, n, #call, st_);                         \
 			return -1;                                              \
 		}                                                               \
 	} while (0)
