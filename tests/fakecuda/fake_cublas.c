@@ -153,6 +153,10 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cub
 	float fa = 0, fb = 0;
 
 	fk_call("cublasGemmEx");
+	if (fk_inject()) {
+		st = CUBLAS_STATUS_EXECUTION_FAILED;
+		goto out;
+	}
 	if (!handle || handle->magic != M_BLAS || !handle->live) {
 		fk_fail("not a live cuBLAS handle");
 		st = CUBLAS_STATUS_NOT_INITIALIZED;

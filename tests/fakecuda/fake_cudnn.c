@@ -181,6 +181,14 @@ static bool obj_ok(const void *p, uint32_t magic, enum fk_obj k, const char *arg
 	return true;
 }
 
+#define FAIL_IF(cond, status) \
+	do { \
+		if (cond) { \
+			st = (status); \
+			goto out; \
+		} \
+	} while (0)
+
 #define OK_T(d, arg) obj_ok(d, M_TENSOR, FK_OBJ_TENSOR, arg, true)
 
 static size_t esize(cudnnDataType_t dt)
@@ -995,13 +1003,6 @@ static bool workspace(cudnnStatus_t sup, size_t need, void *ws, size_t have, int
 	return true;
 }
 
-#define FAIL_IF(cond, status) \
-	do { \
-		if (cond) { \
-			st = (status); \
-			goto out; \
-		} \
-	} while (0)
 
 cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc,
 				      const void *x, const cudnnFilterDescriptor_t wDesc, const void *w,
@@ -1017,6 +1018,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha, c
 	bool b1;
 
 	fk_call("cudnnConvolutionForward");
+	FAIL_IF(fk_inject(), CUDNN_STATUS_EXECUTION_FAILED);
 	FAIL_IF(!handle_ok(handle) || !scalars(alpha, "alpha", beta, "beta", &b1), CUDNN_STATUS_BAD_PARAM);
 	FAIL_IF(!conv_geometry("xDesc", xDesc, "wDesc", wDesc, convDesc, "yDesc", yDesc), CUDNN_STATUS_BAD_PARAM);
 	g = geo(xDesc, wDesc, convDesc, yDesc);
@@ -1049,6 +1051,7 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alp
 	bool b1;
 
 	fk_call("cudnnConvolutionBackwardData");
+	FAIL_IF(fk_inject(), CUDNN_STATUS_EXECUTION_FAILED);
 	FAIL_IF(!handle_ok(handle) || !scalars(alpha, "alpha", beta, "beta", &b1), CUDNN_STATUS_BAD_PARAM);
 	FAIL_IF(!conv_geometry("dxDesc", dxDesc, "wDesc", wDesc, convDesc, "dyDesc", dyDesc), CUDNN_STATUS_BAD_PARAM);
 	g = geo(dxDesc, wDesc, convDesc, dyDesc);
@@ -1083,6 +1086,7 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *a
 	bool b1;
 
 	fk_call("cudnnConvolutionBackwardFilter");
+	FAIL_IF(fk_inject(), CUDNN_STATUS_EXECUTION_FAILED);
 	FAIL_IF(!handle_ok(handle) || !scalars(alpha, "alpha", beta, "beta", &b1), CUDNN_STATUS_BAD_PARAM);
 	FAIL_IF(!conv_geometry("xDesc", xDesc, "dwDesc", dwDesc, convDesc, "dyDesc", dyDesc), CUDNN_STATUS_BAD_PARAM);
 	g = geo(xDesc, dwDesc, convDesc, dyDesc);
@@ -1149,6 +1153,7 @@ cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void *alp
 	bool b1;
 
 	fk_call("cudnnConvolutionBackwardBias");
+	FAIL_IF(fk_inject(), CUDNN_STATUS_EXECUTION_FAILED);
 	FAIL_IF(!handle_ok(handle) || !scalars(alpha, "alpha", beta, "beta", &b1), CUDNN_STATUS_BAD_PARAM);
 	FAIL_IF(!OK_T(dyDesc, "dyDesc") || !OK_T(dbDesc, "dbDesc"), CUDNN_STATUS_BAD_PARAM);
 	{
@@ -1212,6 +1217,7 @@ cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void *alpha, const cudn
 	bool b1;
 
 	fk_call("cudnnAddTensor");
+	FAIL_IF(fk_inject(), CUDNN_STATUS_EXECUTION_FAILED);
 	FAIL_IF(!handle_ok(handle) || !scalars(alpha, "alpha", beta, "beta", &b1), CUDNN_STATUS_BAD_PARAM);
 	FAIL_IF(!OK_T(aDesc, "aDesc") || !OK_T(cDesc, "cDesc"), CUDNN_STATUS_BAD_PARAM);
 	if (aDesc->nd != cDesc->nd || cDesc->nd > 5 || aDesc->dt != cDesc->dt) {
@@ -1248,6 +1254,7 @@ cudnnStatus_t cudnnTransformTensor(cudnnHandle_t handle, const void *alpha, cons
 	bool b1;
 
 	fk_call("cudnnTransformTensor");
+	FAIL_IF(fk_inject(), CUDNN_STATUS_EXECUTION_FAILED);
 	FAIL_IF(!handle_ok(handle) || !scalars(alpha, "alpha", beta, "beta", &b1), CUDNN_STATUS_BAD_PARAM);
 	FAIL_IF(!OK_T(xDesc, "xDesc") || !OK_T(yDesc, "yDesc"), CUDNN_STATUS_BAD_PARAM);
 	FAIL_IF(!need_same("xDesc", xDesc, "yDesc", yDesc), CUDNN_STATUS_BAD_PARAM);
@@ -1363,6 +1370,7 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescri
 	bool b1;
 
 	fk_call("cudnnPoolingForward");
+	FAIL_IF(fk_inject(), CUDNN_STATUS_EXECUTION_FAILED);
 	FAIL_IF(!handle_ok(handle) || !scalars(alpha, "alpha", beta, "beta", &b1), CUDNN_STATUS_BAD_PARAM);
 	FAIL_IF(!pool_geometry(poolingDesc, "xDesc", xDesc, "yDesc", yDesc), CUDNN_STATUS_BAD_PARAM);
 	lx = tlayout(xDesc);
@@ -1386,6 +1394,7 @@ cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle, const cudnnPoolingDescr
 	unsigned xy;
 
 	fk_call("cudnnPoolingBackward");
+	FAIL_IF(fk_inject(), CUDNN_STATUS_EXECUTION_FAILED);
 	FAIL_IF(!handle_ok(handle) || !scalars(alpha, "alpha", beta, "beta", &b1), CUDNN_STATUS_BAD_PARAM);
 	FAIL_IF(!pool_geometry(poolingDesc, "xDesc", xDesc, "yDesc", yDesc), CUDNN_STATUS_BAD_PARAM);
 	FAIL_IF(!OK_T(dyDesc, "dyDesc") || !OK_T(dxDesc, "dxDesc"), CUDNN_STATUS_BAD_PARAM);
@@ -1458,6 +1467,7 @@ cudnnStatus_t cudnnActivationForward(cudnnHandle_t handle, cudnnActivationDescri
 	bool b1;
 
 	fk_call("cudnnActivationForward");
+	FAIL_IF(fk_inject(), CUDNN_STATUS_EXECUTION_FAILED);
 	FAIL_IF(!handle_ok(handle) || !scalars(alpha, "alpha", beta, "beta", &b1), CUDNN_STATUS_BAD_PARAM);
 	FAIL_IF(!obj_ok(activationDesc, M_ACT, FK_OBJ_ACT, "activationDesc", true), CUDNN_STATUS_BAD_PARAM);
 	FAIL_IF(!OK_T(xDesc, "xDesc") || !OK_T(yDesc, "yDesc") || !need_same("xDesc", xDesc, "yDesc", yDesc),
@@ -1483,6 +1493,7 @@ cudnnStatus_t cudnnActivationBackward(cudnnHandle_t handle, cudnnActivationDescr
 	bool b1;
 
 	fk_call("cudnnActivationBackward");
+	FAIL_IF(fk_inject(), CUDNN_STATUS_EXECUTION_FAILED);
 	FAIL_IF(!handle_ok(handle) || !scalars(alpha, "alpha", beta, "beta", &b1), CUDNN_STATUS_BAD_PARAM);
 	FAIL_IF(!obj_ok(activationDesc, M_ACT, FK_OBJ_ACT, "activationDesc", true), CUDNN_STATUS_BAD_PARAM);
 	FAIL_IF(!OK_T(yDesc, "yDesc") || !OK_T(dyDesc, "dyDesc") || !OK_T(xDesc, "xDesc") || !OK_T(dxDesc, "dxDesc"),
@@ -1557,6 +1568,7 @@ cudnnStatus_t cudnnLRNCrossChannelForward(cudnnHandle_t handle, cudnnLRNDescript
 	bool b1;
 
 	fk_call("cudnnLRNCrossChannelForward");
+	FAIL_IF(fk_inject(), CUDNN_STATUS_EXECUTION_FAILED);
 	FAIL_IF(!handle_ok(handle) || !scalars(alpha, "alpha", beta, "beta", &b1), CUDNN_STATUS_BAD_PARAM);
 	FAIL_IF(!obj_ok(normDesc, M_LRN, FK_OBJ_LRN, "normDesc", true), CUDNN_STATUS_BAD_PARAM);
 	if (lrnMode != CUDNN_LRN_CROSS_CHANNEL_DIM1) {
@@ -1592,6 +1604,7 @@ cudnnStatus_t cudnnLRNCrossChannelBackward(cudnnHandle_t handle, cudnnLRNDescrip
 	bool b1;
 
 	fk_call("cudnnLRNCrossChannelBackward");
+	FAIL_IF(fk_inject(), CUDNN_STATUS_EXECUTION_FAILED);
 	FAIL_IF(!handle_ok(handle) || !scalars(alpha, "alpha", beta, "beta", &b1), CUDNN_STATUS_BAD_PARAM);
 	FAIL_IF(!obj_ok(normDesc, M_LRN, FK_OBJ_LRN, "normDesc", true), CUDNN_STATUS_BAD_PARAM);
 	if (lrnMode != CUDNN_LRN_CROSS_CHANNEL_DIM1) {
@@ -1696,6 +1709,7 @@ cudnnStatus_t cudnnBatchNormalizationForwardTraining(cudnnHandle_t handle, cudnn
 	bool b1;
 
 	fk_call("cudnnBatchNormalizationForwardTraining");
+	FAIL_IF(fk_inject(), CUDNN_STATUS_EXECUTION_FAILED);
 	FAIL_IF(!handle_ok(handle) || !scalars(alpha, "alpha", beta, "beta", &b1), CUDNN_STATUS_BAD_PARAM);
 	FAIL_IF(!OK_T(xDesc, "xDesc") || !OK_T(yDesc, "yDesc") || !need_same("xDesc", xDesc, "yDesc", yDesc),
 		CUDNN_STATUS_BAD_PARAM);
@@ -1748,6 +1762,7 @@ cudnnStatus_t cudnnBatchNormalizationBackward(cudnnHandle_t handle, cudnnBatchNo
 	bool bd, bp;
 
 	fk_call("cudnnBatchNormalizationBackward");
+	FAIL_IF(fk_inject(), CUDNN_STATUS_EXECUTION_FAILED);
 	FAIL_IF(!handle_ok(handle) || !scalars(alphaDataDiff, "alphaDataDiff", betaDataDiff, "betaDataDiff", &bd) ||
 			!scalars(alphaParamDiff, "alphaParamDiff", betaParamDiff, "betaParamDiff", &bp),
 		CUDNN_STATUS_BAD_PARAM);
@@ -1811,6 +1826,7 @@ cudnnStatus_t cudnnSoftmaxForward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t 
 	bool b1;
 
 	fk_call("cudnnSoftmaxForward");
+	FAIL_IF(fk_inject(), CUDNN_STATUS_EXECUTION_FAILED);
 	FAIL_IF(!handle_ok(handle) || !scalars(alpha, "alpha", beta, "beta", &b1) || !softmax_modes(algo, mode),
 		CUDNN_STATUS_BAD_PARAM);
 	FAIL_IF(!OK_T(xDesc, "xDesc") || !OK_T(yDesc, "yDesc") || !need_same("xDesc", xDesc, "yDesc", yDesc),
@@ -1839,6 +1855,7 @@ cudnnStatus_t cudnnSoftmaxBackward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t
 	bool b1;
 
 	fk_call("cudnnSoftmaxBackward");
+	FAIL_IF(fk_inject(), CUDNN_STATUS_EXECUTION_FAILED);
 	FAIL_IF(!handle_ok(handle) || !scalars(alpha, "alpha", beta, "beta", &b1) || !softmax_modes(algo, mode),
 		CUDNN_STATUS_BAD_PARAM);
 	FAIL_IF(!OK_T(yDesc, "yDesc") || !OK_T(dyDesc, "dyDesc") || !OK_T(dxDesc, "dxDesc"), CUDNN_STATUS_BAD_PARAM);
@@ -1979,6 +1996,7 @@ cudnnStatus_t cudnnDropoutForward(cudnnHandle_t handle, const cudnnDropoutDescri
 	struct fk_layout lx, ly, lr;
 
 	fk_call("cudnnDropoutForward");
+	FAIL_IF(fk_inject(), CUDNN_STATUS_EXECUTION_FAILED);
 	FAIL_IF(!handle_ok(handle), CUDNN_STATUS_BAD_PARAM);
 	FAIL_IF(!OK_T(xdesc, "xdesc") || !OK_T(ydesc, "ydesc") || !need_same("xdesc", xdesc, "ydesc", ydesc),
 		CUDNN_STATUS_BAD_PARAM);
@@ -2003,6 +2021,7 @@ cudnnStatus_t cudnnDropoutBackward(cudnnHandle_t handle, const cudnnDropoutDescr
 	struct fk_layout ldy, ldx, lr;
 
 	fk_call("cudnnDropoutBackward");
+	FAIL_IF(fk_inject(), CUDNN_STATUS_EXECUTION_FAILED);
 	FAIL_IF(!handle_ok(handle), CUDNN_STATUS_BAD_PARAM);
 	FAIL_IF(!OK_T(dydesc, "dydesc") || !OK_T(dxdesc, "dxdesc") || !need_same("dydesc", dydesc, "dxdesc", dxdesc),
 		CUDNN_STATUS_BAD_PARAM);

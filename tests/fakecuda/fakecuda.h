@@ -90,8 +90,8 @@ void fk_context(const char *what);
 void fk_print_limit(uint64_t n);
 
 /* Fallible calls (descriptor creation and setting, workspace and size
- * queries, algorithm searches, cudaMalloc, cudaMemset) made so far; and
- * fail the nth one from now (1: the next; 0: none). */
+ * queries, algorithm searches, compute calls, cudaMalloc, cudaMemset) made
+ * so far; and fail the nth one from now (1: the next; 0: none). */
 uint64_t fk_fallible_calls(void);
 void fk_fail_at(uint64_t n);
 

@@ -646,6 +646,33 @@ static void inject(const struct run *R)
 			bad++;
 		}
 	}
+	/* each call of the run failing: -1, naming the call and its status */
+	if (kern_prepare(L, R->net, R->k, R->mb, R->n_mb, R->ws_bytes, &K, why, sizeof(why)) == 0) {
+		void *ws = R->mode == M_OPWS ? R->B->addr[R->net->ops[R->o].ws] : R->ws_bytes ? R->ws_big : NULL;
+
+		bufs_reset(R->B, &R->net->ops[R->o]);
+		before = fk_fallible_calls();
+		kern_run(L, K, addr_of, R->B, ws, why, sizeof(why));
+		n = fk_fallible_calls() - before;
+		CHECK(n > 0);
+		for (uint64_t j = 1; j <= n; j++) {
+			int rc;
+
+			why[0] = 0;
+			bufs_reset(R->B, &R->net->ops[R->o]);
+			fk_fail_at(j);
+			rc = kern_run(L, K, addr_of, R->B, ws, why, sizeof(why));
+			fk_fail_at(0);
+			if (rc == 0 || strlen(why) + 1 >= sizeof(why) ||
+			    (!strstr(why, "EXECUTION_FAILED") && !strstr(why, "status 13"))) {
+				fprintf(stderr, "%s: call %llu of kern_run failing: rc %d, reason '%s'\n", ctx,
+					(unsigned long long)j, rc, why);
+				bad++;
+			}
+		}
+		kern_free(L, K);
+	} else
+		bad++;
 	if (fk_violations() != v0) {
 		fprintf(stderr, "%s: %llu violations under fault injection (above)\n", ctx,
 			(unsigned long long)(fk_violations() - v0));
