@@ -636,6 +636,11 @@ int fk_end(void)
 			fk_fail("%s is NULL (%llu bytes expected)", a->name, (unsigned long long)ext);
 			continue;
 		}
+		if ((uintptr_t)a->p % a->l.esize) {
+			fk_fail("%s (%p) is not aligned to its %u-byte elements", a->name, (const void *)a->p,
+				a->l.esize);
+			continue;
+		}
 		a->a = find(a->p);
 		if (!a->a) {
 			fk_fail("%s (%p, %llu bytes) is not inside any live allocation", a->name, (const void *)a->p,
