@@ -21,11 +21,12 @@ BUILD   ?= build
 # is found (as llm.c does); without nvcc memplan builds as before and says so.
 # Sanitizer builds (make check, SANITIZE set) never include it: ASan and the
 # CUDA runtime do not mix well (the driver maps memory ASan reserves), so
-# `make check` tests the host backend and `make cuda-check` only compiles the
-# .cu.  `make NVCC=` builds without it.  The runtime is linked statically
+# `make check` tests the host backend (and kern_cuda.cu's calls against fake
+# libraries, test_kern below) and `make cuda-check` only compiles the .cu.
+# `make NVCC=` builds without it.  The runtime is linked statically
 # (libcudart_static): memplan still starts where no CUDA library is
 # installed, and only the driver (libcuda.so.1) is needed to run on a GPU.
-# cuDNN and cuBLAS are not linked: nothing calls them yet.
+# cuDNN and cuBLAS are not linked: kern_cuda.cu loads them at run time.
 NVCC      ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 CUDA_HOME ?= $(abspath $(dir $(NVCC))..)
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_75,code=compute_75
