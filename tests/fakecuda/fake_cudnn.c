@@ -782,7 +782,8 @@ cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t handle, cons
 	fk_call("cudnnGetConvolutionForwardWorkspaceSize");
 	if (fk_inject())
 		goto out;
-	if (!handle_ok(handle) || !sizeInBytes || !conv_geometry("xDesc", xDesc, "wDesc", wDesc, convDesc, "yDesc", yDesc))
+	if (!handle_ok(handle) || !sizeInBytes ||
+	    !conv_geometry("xDesc", xDesc, "wDesc", wDesc, convDesc, "yDesc", yDesc))
 		goto out;
 	g = geo(xDesc, wDesc, convDesc, yDesc);
 	if ((st = fwd_ws(&g, algo, sizeInBytes)) == CUDNN_STATUS_BAD_PARAM)
@@ -872,7 +873,8 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, const
 	fk_call("cudnnGetConvolutionForwardAlgorithm_v7");
 	if (fk_inject())
 		goto out;
-	if (!handle_ok(handle) || !conv_geometry("srcDesc", srcDesc, "filterDesc", filterDesc, convDesc, "destDesc", destDesc))
+	if (!handle_ok(handle) ||
+	    !conv_geometry("srcDesc", srcDesc, "filterDesc", filterDesc, convDesc, "destDesc", destDesc))
 		goto out;
 	if (requestedAlgoCount < 1 || !returnedAlgoCount || !perfResults) {
 		fk_fail("requestedAlgoCount %d, returnedAlgoCount %p, perfResults %p", requestedAlgoCount,
@@ -912,7 +914,8 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t handle,
 	fk_call("cudnnGetConvolutionBackwardDataAlgorithm_v7");
 	if (fk_inject())
 		goto out;
-	if (!handle_ok(handle) || !conv_geometry("gradDesc", gradDesc, "filterDesc", filterDesc, convDesc, "diffDesc", diffDesc))
+	if (!handle_ok(handle) ||
+	    !conv_geometry("gradDesc", gradDesc, "filterDesc", filterDesc, convDesc, "diffDesc", diffDesc))
 		goto out;
 	if (requestedAlgoCount < 1 || !returnedAlgoCount || !perfResults) {
 		fk_fail("requestedAlgoCount %d", requestedAlgoCount);
@@ -952,7 +955,8 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t handle
 	fk_call("cudnnGetConvolutionBackwardFilterAlgorithm_v7");
 	if (fk_inject())
 		goto out;
-	if (!handle_ok(handle) || !conv_geometry("srcDesc", srcDesc, "gradDesc", gradDesc, convDesc, "diffDesc", diffDesc))
+	if (!handle_ok(handle) ||
+	    !conv_geometry("srcDesc", srcDesc, "gradDesc", gradDesc, convDesc, "diffDesc", diffDesc))
 		goto out;
 	if (requestedAlgoCount < 1 || !returnedAlgoCount || !perfResults) {
 		fk_fail("requestedAlgoCount %d", requestedAlgoCount);
