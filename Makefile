@@ -21,11 +21,12 @@ BUILD   ?= build
 # is found (as llm.c does); without nvcc memplan builds as before and says so.
 # Sanitizer builds (make check, SANITIZE set) never include it: ASan and the
 # CUDA runtime do not mix well (the driver maps memory ASan reserves), so
-# `make check` tests the host backend and `make cuda-check` only compiles the
-# .cu.  `make NVCC=` builds without it.  The runtime is linked statically
+# `make check` tests the host backend (and kern_cuda.cu's calls against fake
+# libraries, test_kern below) and `make cuda-check` only compiles the .cu.
+# `make NVCC=` builds without it.  The runtime is linked statically
 # (libcudart_static): memplan still starts where no CUDA library is
 # installed, and only the driver (libcuda.so.1) is needed to run on a GPU.
-# cuDNN and cuBLAS are not linked: nothing calls them yet.
+# cuDNN and cuBLAS are not linked: kern_cuda.cu loads them at run time.
 NVCC      ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 CUDA_HOME ?= $(abspath $(dir $(NVCC))..)
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_75,code=compute_75
@@ -54,6 +55,31 @@ LIB_OBJ  := $(ANALYSIS:%.c=$(BUILD)/%.o) $(PLAN:%.c=$(BUILD)/%.o) $(VERIFY:%.c=$
 CLI_OBJ  := $(CLI:%.c=$(BUILD)/%.o)
 UNIT     := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT:tests/unit/%.c=$(BUILD)/tests/%)
+
+# test_kern (tests/unit/test_kern.cc) runs kern_cuda.cu on the CPU against a
+# fake CUDA runtime, cuDNN and cuBLAS (tests/fakecuda) that check every call:
+# kern_cuda.cu has no device code, so the host C++ compiler builds it; the
+# fakes are shared libraries named as the real ones in $(BUILD)/fakecuda, and
+# the test's DT_RPATH (searched before LD_LIBRARY_PATH and the loader's
+# cache, unlike a RUNPATH) makes kern_lib_open's dlopen find them.  Needs the
+# CUDA, cuDNN and cuBLAS headers only (no GPU, no CUDA library), so sanitizer
+# builds run it too; without them the Makefile says so and skips it.
+CUDA_INC ?= $(CUDA_HOME)/include
+ifneq ($(NVCC),)
+FAKECUDA := $(and $(wildcard $(CUDA_INC)/cuda_runtime.h),$(wildcard $(CUDA_INC)/cudnn.h),$(wildcard $(CUDA_INC)/cublas_v2.h))
+endif
+ifeq ($(FAKECUDA),)
+ifndef MP_SAID_FAKECUDA
+$(info memplan: CUDA, cuDNN or cuBLAS headers not found, skipping test_kern (kern_cuda.cu against fake libraries))
+export MP_SAID_FAKECUDA := 1
+endif
+else
+FAKE_DIR  := $(BUILD)/fakecuda
+FAKE_LIBS := $(FAKE_DIR)/libfakecudart.so $(FAKE_DIR)/libcudnn.so.9 $(FAKE_DIR)/libcublas.so.13
+UNIT_BIN  += $(BUILD)/tests/test_kern
+endif
+CXX_WARN  := -std=c++17 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Werror -Wno-format-truncation
+FAKE_CC   := $(CC) $(WARN) $(CFLAGS) $(SANFLAGS) -fPIC -isystem $(CUDA_INC)
 
 .PHONY: all demo test check unit cli-tests bench clean deps cuda-check gpu-bundle FORCE
 all: memplan
@@ -104,6 +130,26 @@ cuda-check: $(if $(NVCC),$(CUDA_SRC:%.cu=$(BUILD)/%.o))
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CFLAGS) $(SANFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LIBS)
+
+$(FAKE_DIR)/libfakecudart.so: tests/fakecuda/fake_core.c tests/fakecuda/fakecuda.h
+	@mkdir -p $(dir $@)
+	$(FAKE_CC) -shared -Wl,-soname,libfakecudart.so -o $@ $<
+
+$(FAKE_DIR)/libcudnn.so.9: tests/fakecuda/fake_cudnn.c tests/fakecuda/fakecuda.h $(FAKE_DIR)/libfakecudart.so
+	$(FAKE_CC) -shared -Wl,-soname,libcudnn.so.9 -o $@ $< -L$(FAKE_DIR) -lfakecudart -lm -Wl,-rpath,'$$ORIGIN'
+
+$(FAKE_DIR)/libcublas.so.13: tests/fakecuda/fake_cublas.c tests/fakecuda/fakecuda.h $(FAKE_DIR)/libfakecudart.so
+	$(FAKE_CC) -shared -Wl,-soname,libcublas.so.13 -o $@ $< -L$(FAKE_DIR) -lfakecudart -lm -Wl,-rpath,'$$ORIGIN'
+
+$(BUILD)/tests/kern_cuda_host.o: verify/kern_cuda.cu $(wildcard analysis/*.h verify/*.h)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXX_WARN) $(CFLAGS) $(SANFLAGS) -isystem $(CUDA_INC) -x c++ -c -o $@ $<
+
+$(BUILD)/tests/test_kern: tests/unit/test_kern.cc tests/unit/unit.h tests/fakecuda/fakecuda.h \
+		$(BUILD)/tests/kern_cuda_host.o $(LIB_OBJ) $(FAKE_LIBS)
+	$(CXX) $(CXX_WARN) $(CFLAGS) $(SANFLAGS) -isystem $(CUDA_INC) $(LDFLAGS) -o $@ $< \
+		$(BUILD)/tests/kern_cuda_host.o $(LIB_OBJ) -L$(FAKE_DIR) -lfakecudart \
+		-Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../fakecuda' $(LIBS)
 
 deps:
 	@sh tools/deps.sh

@@ -23,6 +23,8 @@
  *            beta 0.75, k 2)
  *   bn       BatchNormalizationForwardTraining (spatial, saved mean and
  *            inverse variance in stats, no running averages) / Backward
+ *            (into a scratch dx when the input needs no gradient: cuDNN
+ *            requires one)
  *   softmax  SoftmaxForward over c (accurate) / SoftmaxBackward
  *   dropout  DropoutForward, p 0.5, the mask tensor as reserve space /
  *            DropoutBackward
@@ -89,6 +91,9 @@ struct kern_lib {
 	void *scratch_dy;         /* the dy of a backward whose layer ends the forward
 				   * pass (kop.h: dy -1), shared, as large as the largest */
 	size_t scratch_dy_bytes;
+	void *scratch_dx;         /* the dx of a batch norm backward whose input needs
+				   * no gradient (cuDNN writes one), shared likewise */
+	size_t scratch_dx_bytes;
 	char versions[96];
 };
 
@@ -231,6 +236,8 @@ void kern_lib_close(struct kern_lib *L)
 		cudaFree(L->drop_states);
 	if (L->scratch_dy)
 		cudaFree(L->scratch_dy);
+	if (L->scratch_dx)
+		cudaFree(L->scratch_dx);
 	if (L->blas)
 		L->cublasDestroy_v2(L->blas);
 	if (L->dnn)
@@ -249,7 +256,7 @@ const char *kern_lib_versions(const struct kern_lib *L)
 
 uint64_t kern_lib_bytes(const struct kern_lib *L)
 {
-	return L->drop_state_bytes + L->scratch_dy_bytes;
+	return L->drop_state_bytes + L->scratch_dy_bytes + L->scratch_dx_bytes;
 }
 
 /* ---- conv algorithm families ---- */
@@ -291,11 +298,23 @@ const struct kern_family *kern_conv_families(uint32_t *n)
 
 /* ---- descriptors ---- */
 
+/* why = "cudnnAddTensor: STATUS" from the text of the call
+ * "L->cudnnAddTensor(...)": the function's name, not its arguments, which
+ * would fill a caller's buffer before the status. */
+static void say_failed(char *why, size_t n, const char *call, const char *status)
+{
+	const char *f = strstr(call, "->"), *e;
+
+	f = f ? f + 2 : call;
+	e = strchr(f, '(');
+	say(why, n, "%.*s: %s", (int)(e ? e - f : (long)strlen(f)), f, status);
+}
+
 #define DNN(call)                                                                             \
 	do {                                                                                  \
 		cudnnStatus_t s_ = (call);                                                    \
 		if (s_ != CUDNN_STATUS_SUCCESS) {                                             \
-			say(why, n, "%s: %s", #call, L->cudnnGetErrorString(s_));             \
+			say_failed(why, n, #call, L->cudnnGetErrorString(s_));                \
 			return -1;                                                            \
 		}                                                                             \
 	} while (0)
@@ -463,6 +482,28 @@ static bool dtype_of(enum mp_dtype d, cudnnDataType_t *dt, cudaDataType_t *bt, u
 	}
 }
 
+/* *p holds at least need bytes (0x3c each: small finite values in every
+ * type), shared by the ops that need one.  0, or -1 with why. */
+static int scratch(void **p, size_t *have, size_t need, char *why, size_t n)
+{
+	if (need <= *have)
+		return 0;
+	if (*p)
+		cudaFree(*p);
+	*p = NULL;
+	*have = 0;
+	if (cudaMalloc(p, need) != cudaSuccess || cudaMemset(*p, 0x3c, need) != cudaSuccess) {
+		if (*p)
+			cudaFree(*p);
+		*p = NULL;
+		cudaGetLastError();
+		say(why, n, "cannot allocate a %zu-byte scratch gradient", need);
+		return -1;
+	}
+	*have = need;
+	return 0;
+}
+
 static int prepare_calls(struct kern_lib *L, struct kern *K, const struct kern_mb *mb, uint32_t n_mb,
 			 uint64_t ws, char *why, size_t n)
 {
@@ -476,10 +517,10 @@ static int prepare_calls(struct kern_lib *L, struct kern *K, const struct kern_m
 		c->batch = mb[i].batch;
 		c->at = at;
 		at += mb[i].batch;
+		K->n_calls = i + 1; /* before its descriptors: kern_free destroys them on failure */
 		if (tensor_desc(L, K->dt, c->batch, k->c, k->nsp, k->in_sp, 0, &c->x, why, n) < 0 ||
 		    tensor_desc(L, K->dt, c->batch, k->k, k->nsp, k->out_sp, 0, &c->y, why, n) < 0)
 			return -1;
-		K->n_calls = i + 1;
 		if (k->type != KOP_CONV)
 			continue;
 		if (choose_algos(L, K, c, mb[i].algo, ws, why, n) < 0)
@@ -546,31 +587,21 @@ int kern_prepare(struct kern_lib *L, const struct mp_net *net, const struct mp_k
 	}
 	if (k->type == KOP_CONV && conv_desc(L, K, why, n) < 0)
 		goto fail;
-	if (k->phase == MP_PHASE_BWD && k->dy < 0) {
-		/* no gradient reaches a layer that ends the forward pass: its
-		 * backward reads a scratch dy (small finite values) */
-		size_t need = (size_t)k->n * K->y_sample * K->esize;
-
-		if (need > L->scratch_dy_bytes) {
-			if (L->scratch_dy)
-				cudaFree(L->scratch_dy);
-			L->scratch_dy = NULL;
-			L->scratch_dy_bytes = 0;
-			if (cudaMalloc(&L->scratch_dy, need) != cudaSuccess ||
-			    cudaMemset(L->scratch_dy, 0x3c, need) != cudaSuccess) {
-				if (L->scratch_dy)
-					cudaFree(L->scratch_dy);
-				L->scratch_dy = NULL;
-				cudaGetLastError();
-				say(why, n, "cannot allocate a %zu-byte scratch gradient", need);
-				goto fail;
-			}
-			L->scratch_dy_bytes = need;
-		}
-	}
+	/* no gradient reaches a layer that ends the forward pass: its backward
+	 * reads a scratch dy (small finite values) */
+	if (k->phase == MP_PHASE_BWD && k->dy < 0 &&
+	    scratch(&L->scratch_dy, &L->scratch_dy_bytes, (size_t)k->n * K->y_sample * K->esize, why, n) < 0)
+		goto fail;
+	/* a batch norm whose input needs no gradient (it follows the data)
+	 * still has cuDNN compute one, which no tensor of the plan holds */
+	if (k->type == KOP_BN && k->phase == MP_PHASE_BWD && k->dx[0] < 0 &&
+	    scratch(&L->scratch_dx, &L->scratch_dx_bytes, (size_t)k->n * K->x_sample * K->esize, why, n) < 0)
+		goto fail;
 	if (prepare_calls(L, K, mb, n_mb, ws_bytes, why, n) < 0)
 		goto fail;
-	if (k->b >= 0 && (k->type == KOP_CONV || k->type == KOP_FC)) {
+	/* the bias: read by the forward, its gradient written by the backward
+	 * (whose kop has no b: the backward does not read the bias) */
+	if ((k->b >= 0 || k->db >= 0) && (k->type == KOP_CONV || k->type == KOP_FC)) {
 		uint32_t ones[3] = { 1, 1, 1 };
 
 		if (tensor_desc(L, K->dt, 1, k->k, k->type == KOP_FC ? 0 : k->nsp, ones, 0, &K->bias, why, n) < 0)
@@ -748,7 +779,10 @@ uint64_t kern_ws_bytes(const struct kern *K)
 	do {                                                                    \
 		cublasStatus_t s_ = (call);                                     \
 		if (s_ != CUBLAS_STATUS_SUCCESS) {                              \
-			say(why, n, "%s: cuBLAS status %d", #call, (int)s_);    \
+			char st_[32];                                           \
+                                                                                \
+			snprintf(st_, sizeof(st_), "cuBLAS status %d", (int)s_); \
+			say_failed(why, n, #call, st_);                         \
 			return -1;                                              \
 		}                                                               \
 	} while (0)
@@ -782,13 +816,15 @@ static int run_conv(struct kern_lib *L, const struct kern *K, kern_addr_fn addr,
 
 		for (uint32_t i = 0; i < K->n_calls; i++) {
 			const struct kern_call *c = &K->call[i];
+			char *yi = plus(y, c->at * K->y_sample, K->esize);
 
 			DNN(L->cudnnConvolutionForward(L->dnn, &one, c->x, plus(x, c->at * K->x_sample, K->esize),
-						       K->w, w, K->conv, c->fwd, ws, K->ws_used, &zero, c->y,
-						       plus(y, c->at * K->y_sample, K->esize)));
+						       K->w, w, K->conv, c->fwd, ws, K->ws_used, &zero, c->y, yi));
+			/* the bias over this micro-batch's samples: c->y covers
+			 * only them */
+			if (K->bias)
+				DNN(L->cudnnAddTensor(L->dnn, &one, K->bias, at(addr, ctx, k->b), &one, c->y, yi));
 		}
-		if (K->bias)
-			DNN(L->cudnnAddTensor(L->dnn, &one, K->bias, at(addr, ctx, k->b), &one, K->call[0].y, y));
 		return 0;
 	}
 	{
@@ -917,7 +953,8 @@ int kern_run(struct kern_lib *L, const struct kern *K, kern_addr_fn addr, void *
 								      st, inv));
 		else
 			DNN(L->cudnnBatchNormalizationBackward(L->dnn, CUDNN_BATCHNORM_SPATIAL, &one, bx, &one, &zero,
-							       xd, x, yd, dy, xd, dx, K->bn, at(addr, ctx, k->w),
+							       xd, x, yd, dy, xd, dx ? dx : L->scratch_dx, K->bn,
+							       at(addr, ctx, k->w),
 							       at(addr, ctx, k->dw), at(addr, ctx, k->db),
 							       CUDNN_BN_MIN_EPSILON > 1e-5 ? CUDNN_BN_MIN_EPSILON
 											   : 1e-5,

@@ -39,7 +39,8 @@ int kern_lib_open(struct kern_lib **out, cudaStream_t st, char *why, size_t n);
 void kern_lib_close(struct kern_lib *L);
 /* "cuDNN 9.19.0, cuBLAS 13.0.0" */
 const char *kern_lib_versions(const struct kern_lib *L);
-/* Device bytes the kernels hold outside the plan's arena (dropout states). */
+/* Device bytes the kernels hold outside the plan's arena (dropout states,
+ * the scratch gradients). */
 uint64_t kern_lib_bytes(const struct kern_lib *L);
 
 /* One micro-batch: batch samples with the algorithm named algo (NULL: the

@@ -1,0 +1,728 @@
+/*
+ * fake_core: the CUDA runtime functions kern_cuda.cu calls (cudaMalloc,
+ * cudaFree, cudaMemset, cudaGetLastError) on the host, and the registry the
+ * fake cuDNN and cuBLAS check their calls against (fakecuda.h): live
+ * allocations with the state of each byte (fakecuda.h "Shadow bytes"), kept
+ * as sorted runs of bytes in the same state, the log of each call's reads
+ * and writes, violations, live handle and descriptor counts, fault
+ * injection.  An access costs O(allocations + runs of the layout x log of
+ * the allocation's state runs + the state runs it covers).
+ */
+#include "fakecuda.h"
+
+#include <cuda_runtime_api.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Bytes [lo, next one's lo) in one state: bit 7 a value from before the op,
+ * bit 6 read since last written, bits 0-5 this op's writes. */
+#define S_BEFORE 0x80
+#define S_READ 0x40
+#define S_COUNT 0x3f
+struct seg {
+	uint64_t lo;
+	uint8_t state;
+};
+
+struct alloc {
+	char *base;
+	uint64_t bytes;
+	int32_t tag;
+	const char *name;      /* the test's, borrowed; NULL: internal */
+	struct seg *seg;       /* [n_seg], seg[0].lo 0, ascending; the last one
+				* runs to bytes */
+	uint32_t n_seg, cap_seg;
+};
+
+static struct alloc **allocs; /* [n_allocs] live */
+static uint32_t n_allocs, cap_allocs;
+static cudaError_t last_error = cudaSuccess;
+
+static struct fk_access *log_v; /* [n_log] */
+static uint32_t n_log, cap_log, seq;
+
+static uint64_t n_violations, print_left = 40;
+static char context[256];
+
+static uint64_t fallible, fail_countdown;
+static long live[FK_OBJ__COUNT];
+static unsigned loaded, algos[3];
+static bool values;
+
+static void *xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n);
+
+	if (!q) {
+		fprintf(stderr, "fakecuda: out of memory\n");
+		abort();
+	}
+	return q;
+}
+
+static void vreport(const char *call, const char *fmt, va_list ap)
+{
+	n_violations++;
+	if (!print_left)
+		return;
+	print_left--;
+	fprintf(stderr, "fakecuda: %s%s%s: ", context, context[0] ? ": " : "", call);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	if (!print_left)
+		fprintf(stderr, "fakecuda: further violations are counted, not printed\n");
+}
+
+void fk_violation(const char *call, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport(call, fmt, ap);
+	va_end(ap);
+}
+
+uint64_t fk_violations(void)
+{
+	return n_violations;
+}
+
+void fk_context(const char *what)
+{
+	snprintf(context, sizeof(context), "%s", what ? what : "");
+}
+
+void fk_print_limit(uint64_t n)
+{
+	print_left = n;
+}
+
+uint64_t fk_fallible_calls(void)
+{
+	return fallible;
+}
+
+void fk_fail_at(uint64_t n)
+{
+	fail_countdown = n;
+}
+
+bool fk_inject(void)
+{
+	fallible++;
+	return fail_countdown && --fail_countdown == 0;
+}
+
+static const char *const obj_names[FK_OBJ__COUNT] = {
+	"cuDNN handle", "cuBLAS handle", "tensor descriptor", "filter descriptor", "convolution descriptor",
+	"pooling descriptor", "activation descriptor", "LRN descriptor", "dropout descriptor",
+};
+
+const char *fk_obj_name(enum fk_obj k)
+{
+	return k < FK_OBJ__COUNT ? obj_names[k] : "?";
+}
+
+void fk_obj_new(enum fk_obj k)
+{
+	live[k]++;
+}
+
+void fk_obj_gone(enum fk_obj k)
+{
+	live[k]--;
+}
+
+long fk_live(enum fk_obj k)
+{
+	return live[k];
+}
+
+void fk_loaded_mark(unsigned which)
+{
+	loaded |= which;
+}
+
+void fk_algo_used(int dir, int algo)
+{
+	if (dir >= 0 && dir < 3 && algo >= 0 && algo < 32)
+		algos[dir] |= 1u << algo;
+}
+
+unsigned fk_algos_used(int dir)
+{
+	return dir >= 0 && dir < 3 ? algos[dir] : 0;
+}
+
+void fk_values(bool on)
+{
+	values = on;
+}
+
+bool fk_values_on(void)
+{
+	return values;
+}
+
+unsigned fk_loaded(void)
+{
+	return loaded;
+}
+
+/* ---- allocations ---- */
+
+/* The live allocation holding byte p, or NULL. */
+static struct alloc *find(const void *p)
+{
+	const char *c = (const char *)p;
+
+	for (uint32_t i = 0; i < n_allocs; i++)
+		if (c >= allocs[i]->base && c < allocs[i]->base + allocs[i]->bytes)
+			return allocs[i];
+	return NULL;
+}
+
+/* ---- the state of each byte, as runs ---- */
+
+static void seg_reset(struct alloc *a, uint8_t state)
+{
+	if (!a->cap_seg) {
+		a->cap_seg = 8;
+		a->seg = (struct seg *)xrealloc(NULL, a->cap_seg * sizeof(*a->seg));
+	}
+	a->n_seg = 1;
+	a->seg[0].lo = 0;
+	a->seg[0].state = state;
+}
+
+/* The run holding byte x (x < bytes). */
+static uint32_t seg_find(const struct alloc *a, uint64_t x)
+{
+	uint32_t lo = 0, hi = a->n_seg; /* seg[lo].lo <= x < seg[hi].lo */
+
+	while (hi - lo > 1) {
+		uint32_t mid = (lo + hi) / 2;
+
+		if (a->seg[mid].lo <= x)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* A run boundary at x (0 < x < bytes); returns the run starting at x. */
+static uint32_t seg_split(struct alloc *a, uint64_t x)
+{
+	uint32_t i = seg_find(a, x);
+
+	if (a->seg[i].lo == x)
+		return i;
+	if (a->n_seg == a->cap_seg) {
+		a->cap_seg *= 2;
+		a->seg = (struct seg *)xrealloc(a->seg, a->cap_seg * sizeof(*a->seg));
+	}
+	memmove(&a->seg[i + 2], &a->seg[i + 1], (a->n_seg - i - 1) * sizeof(*a->seg));
+	a->seg[i + 1].lo = x;
+	a->seg[i + 1].state = a->seg[i].state;
+	a->n_seg++;
+	return i + 1;
+}
+
+static uint64_t seg_end(const struct alloc *a, uint32_t i)
+{
+	return i + 1 < a->n_seg ? a->seg[i + 1].lo : a->bytes;
+}
+
+/* Merge equal neighbours around runs [from, to]. */
+static void seg_merge(struct alloc *a, uint32_t from, uint32_t to)
+{
+	uint32_t w = from ? from - 1 : 0;
+
+	if (to + 1 >= a->n_seg)
+		to = a->n_seg - 1;
+	else
+		to++;
+	for (uint32_t r = w + 1; r <= to; r++)
+		if (a->seg[r].state != a->seg[w].state)
+			a->seg[++w] = a->seg[r];
+	memmove(&a->seg[w + 1], &a->seg[to + 1], (a->n_seg - to - 1) * sizeof(*a->seg));
+	a->n_seg -= to - w;
+}
+
+cudaError_t cudaMalloc(void **devPtr, size_t size)
+{
+	struct alloc *a;
+
+	if (!devPtr) {
+		fk_violation("cudaMalloc", "devPtr is NULL");
+		return last_error = cudaErrorInvalidValue;
+	}
+	if (fk_inject())
+		return last_error = cudaErrorMemoryAllocation; /* *devPtr untouched */
+	if (size == 0) {
+		*devPtr = NULL;
+		return cudaSuccess;
+	}
+	a = (struct alloc *)calloc(1, sizeof(*a));
+	if (!a)
+		return last_error = cudaErrorMemoryAllocation;
+	/* 256-byte aligned as the runtime's; only the size asked for is valid */
+	a->base = (char *)aligned_alloc(256, (size + 255) / 256 * 256);
+	if (!a->base) {
+		free(a);
+		return last_error = cudaErrorMemoryAllocation;
+	}
+	a->bytes = size;
+	a->tag = FK_TAG_INTERNAL;
+	seg_reset(a, 0);
+	if (n_allocs == cap_allocs) {
+		cap_allocs = cap_allocs ? 2 * cap_allocs : 64;
+		allocs = (struct alloc **)xrealloc(allocs, cap_allocs * sizeof(*allocs));
+	}
+	allocs[n_allocs++] = a;
+	*devPtr = a->base;
+	return cudaSuccess;
+}
+
+cudaError_t cudaFree(void *devPtr)
+{
+	if (!devPtr)
+		return cudaSuccess;
+	for (uint32_t i = 0; i < n_allocs; i++)
+		if (allocs[i]->base == devPtr) {
+			struct alloc *a = allocs[i];
+
+			free(a->base);
+			free(a->seg);
+			free(a);
+			allocs[i] = allocs[--n_allocs];
+			return cudaSuccess;
+		}
+	fk_violation("cudaFree", "%p is not the start of a live cudaMalloc allocation%s", devPtr,
+		     find(devPtr) ? " (it is inside one)" : "");
+	return last_error = cudaErrorInvalidValue;
+}
+
+cudaError_t cudaMemset(void *devPtr, int value, size_t count)
+{
+	struct alloc *a = find(devPtr);
+	struct fk_layout l = fk_bytes(count);
+
+	if (fk_inject())
+		return last_error = cudaErrorInvalidValue;
+	if (!count)
+		return cudaSuccess;
+	if (!a || (uint64_t)((char *)devPtr - a->base) + count > a->bytes) {
+		fk_violation("cudaMemset", "[%p, +%zu) is not inside one allocation", devPtr, count);
+		return last_error = cudaErrorInvalidValue;
+	}
+	memset(devPtr, value, count);
+	fk_call("cudaMemset");
+	fk_arg("devPtr", devPtr, &l, FK_W, 0);
+	fk_end();
+	return cudaSuccess;
+}
+
+cudaError_t cudaGetLastError(void)
+{
+	cudaError_t e = last_error;
+
+	last_error = cudaSuccess;
+	return e;
+}
+
+void fk_tag(const void *p, int32_t tag, const char *name)
+{
+	struct alloc *a = find(p);
+
+	if (!a || a->base != (const char *)p) {
+		fk_violation("fk_tag", "%p is not the start of a live allocation", p);
+		return;
+	}
+	a->tag = tag;
+	a->name = name;
+}
+
+void fk_define(const void *p, bool defined)
+{
+	struct alloc *a = find(p);
+
+	if (a)
+		seg_reset(a, defined ? S_BEFORE : 0);
+}
+
+void fk_write_counts(const void *p, uint64_t n, unsigned *lo, unsigned *hi, uint64_t *at_lo)
+{
+	struct alloc *a = find(p);
+	uint64_t from, to;
+
+	*lo = *hi = 0;
+	*at_lo = 0;
+	if (!a || !n)
+		return;
+	from = (uint64_t)((const char *)p - a->base);
+	to = n > a->bytes - from ? a->bytes : from + n;
+	*lo = 255;
+	for (uint32_t i = seg_find(a, from); i < a->n_seg && a->seg[i].lo < to; i++) {
+		unsigned c = a->seg[i].state & S_COUNT;
+
+		if (c < *lo) {
+			*lo = c;
+			*at_lo = (a->seg[i].lo > from ? a->seg[i].lo : from) - from;
+		}
+		if (c > *hi)
+			*hi = c;
+	}
+}
+
+uint64_t fk_alloc_bytes(int32_t tag, uint32_t *count)
+{
+	uint64_t b = 0;
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < n_allocs; i++)
+		if (allocs[i]->tag == tag) {
+			b += allocs[i]->bytes;
+			n++;
+		}
+	if (count)
+		*count = n;
+	return b;
+}
+
+/* ---- the log ---- */
+
+uint32_t fk_log_count(void)
+{
+	return n_log;
+}
+
+const struct fk_access *fk_log_at(uint32_t i)
+{
+	return i < n_log ? &log_v[i] : NULL;
+}
+
+void fk_log_clear(void)
+{
+	algos[0] = algos[1] = algos[2] = 0;
+	n_log = 0;
+	seq = 0;
+}
+
+static void log_add(const struct fk_access *e)
+{
+	if (n_log == cap_log) {
+		cap_log = cap_log ? 2 * cap_log : 256;
+		log_v = (struct fk_access *)xrealloc(log_v, cap_log * sizeof(*log_v));
+	}
+	log_v[n_log++] = *e;
+}
+
+/* ---- layouts ---- */
+
+struct fk_layout fk_bytes(uint64_t nbytes)
+{
+	struct fk_layout l;
+
+	memset(&l, 0, sizeof(l));
+	l.nd = 1;
+	l.dim[0] = (int64_t)nbytes;
+	l.str[0] = 1;
+	l.esize = 1;
+	return l;
+}
+
+uint64_t fk_extent(const struct fk_layout *l)
+{
+	uint64_t last = 0;
+
+	for (int i = 0; i < l->nd; i++) {
+		if (l->dim[i] <= 0)
+			return 0;
+		last += (uint64_t)(l->dim[i] - 1) * (uint64_t)l->str[i];
+	}
+	return (last + 1) * l->esize;
+}
+
+/* Does the layout name some element twice?  (Sort the dimensions by stride;
+ * each must step over everything inside the next smaller.) */
+static bool self_overlaps(const struct fk_layout *l)
+{
+	int idx[FK_MAX_DIMS], n = 0;
+
+	for (int i = 0; i < l->nd; i++)
+		if (l->dim[i] > 1)
+			idx[n++] = i;
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && l->str[idx[j]] < l->str[idx[j - 1]]; j--) {
+			int t = idx[j];
+
+			idx[j] = idx[j - 1];
+			idx[j - 1] = t;
+		}
+	for (int i = 1; i < n; i++)
+		if (l->str[idx[i]] < l->str[idx[i - 1]] * l->dim[idx[i - 1]])
+			return true;
+	return n > 0 && l->str[idx[0]] < 1;
+}
+
+static bool same_layout(const struct fk_layout *a, const struct fk_layout *b)
+{
+	if (a->nd != b->nd || a->esize != b->esize)
+		return false;
+	for (int i = 0; i < a->nd; i++)
+		if (a->dim[i] != b->dim[i] || (a->dim[i] > 1 && a->str[i] != b->str[i]))
+			return false;
+	return true;
+}
+
+/* Calls f(ctx, byte offset, bytes) for each contiguous run of the layout. */
+typedef void (*run_fn)(void *ctx, uint64_t off, uint64_t len);
+static void for_runs(const struct fk_layout *l, run_fn f, void *ctx)
+{
+	int64_t block = 1, idx[FK_MAX_DIMS] = { 0 };
+	int outer = l->nd; /* dimensions [0, outer) are iterated */
+
+	if (fk_extent(l) == 0)
+		return;
+	while (outer > 0 && (l->dim[outer - 1] == 1 || l->str[outer - 1] == block)) {
+		block *= l->dim[outer - 1];
+		outer--;
+	}
+	for (;;) {
+		uint64_t off = 0;
+		int i;
+
+		for (i = 0; i < outer; i++)
+			off += (uint64_t)idx[i] * (uint64_t)l->str[i];
+		f(ctx, off * l->esize, (uint64_t)block * l->esize);
+		for (i = outer - 1; i >= 0; i--) {
+			if (++idx[i] < l->dim[i])
+				break;
+			idx[i] = 0;
+		}
+		if (i < 0)
+			return;
+	}
+}
+
+/* ---- calls ---- */
+
+#define MAX_ARGS 16
+struct arg {
+	const char *name;
+	const char *p;
+	struct fk_layout l;
+	unsigned how;
+	int inplace;
+	struct alloc *a;
+	uint64_t lo, hi;   /* byte offsets in a */
+	bool ok;
+	/* shadow pass results */
+	bool read_before;
+	uint64_t unwritten, unwritten_at, dead, dead_at;
+};
+
+static struct {
+	const char *call;
+	uint32_t n;
+	struct arg a[MAX_ARGS];
+	int fails;
+	bool open;
+} C;
+
+void fk_call(const char *call)
+{
+	if (C.open)
+		fk_violation(call, "called inside %s (fakecuda bug)", C.call);
+	memset(&C, 0, sizeof(C));
+	C.call = call;
+	C.open = true;
+}
+
+void fk_arg(const char *name, const void *p, const struct fk_layout *l, unsigned how, int inplace)
+{
+	struct arg *a;
+
+	if (C.n == MAX_ARGS) {
+		fk_fail("more than %d pointer arguments (fakecuda bug)", MAX_ARGS);
+		return;
+	}
+	a = &C.a[C.n++];
+	a->name = name;
+	a->p = (const char *)p;
+	a->l = *l;
+	a->how = how;
+	a->inplace = inplace;
+}
+
+void fk_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	C.fails++;
+	va_start(ap, fmt);
+	vreport(C.call ? C.call : "?", fmt, ap);
+	va_end(ap);
+}
+
+static void read_run(void *ctx, uint64_t off, uint64_t len)
+{
+	struct arg *a = (struct arg *)ctx;
+	struct alloc *al = a->a;
+	uint64_t lo = a->lo + off, hi = lo + len;
+	uint32_t first = lo ? seg_split(al, lo) : 0, last;
+
+	if (hi < al->bytes)
+		seg_split(al, hi);
+	last = seg_find(al, hi - 1);
+	for (uint32_t i = first; i <= last; i++) {
+		if (al->seg[i].state & S_BEFORE)
+			a->read_before = true;
+		else if (!(al->seg[i].state & S_COUNT)) {
+			if (!a->unwritten)
+				a->unwritten_at = al->seg[i].lo - a->lo;
+			a->unwritten += seg_end(al, i) - al->seg[i].lo;
+		}
+		al->seg[i].state |= S_READ;
+	}
+	seg_merge(al, first, last);
+}
+
+static void write_run(void *ctx, uint64_t off, uint64_t len)
+{
+	struct arg *a = (struct arg *)ctx;
+	struct alloc *al = a->a;
+	uint64_t lo = a->lo + off, hi = lo + len;
+	uint32_t first = lo ? seg_split(al, lo) : 0, last;
+
+	if (hi < al->bytes)
+		seg_split(al, hi);
+	last = seg_find(al, hi - 1);
+	for (uint32_t i = first; i <= last; i++) {
+		unsigned c = al->seg[i].state & S_COUNT;
+
+		/* a value this op wrote, overwritten unread: lost work (a
+		 * beta 0 where an accumulation was meant) */
+		if (c && !(al->seg[i].state & S_READ) && al->tag >= 0 && !a->dead++)
+			a->dead_at = al->seg[i].lo - a->lo;
+		al->seg[i].state = (uint8_t)(c < S_COUNT ? c + 1 : S_COUNT);
+	}
+	seg_merge(al, first, last);
+}
+
+static const char *alloc_name(const struct alloc *a)
+{
+	if (a->name)
+		return a->name;
+	return a->tag == FK_TAG_WORKSPACE ? "the workspace" : "an internal allocation";
+}
+
+int fk_end(void)
+{
+	uint32_t s = seq++;
+
+	/* every extent inside one live allocation */
+	for (uint32_t i = 0; i < C.n; i++) {
+		struct arg *a = &C.a[i];
+		uint64_t ext = fk_extent(&a->l);
+
+		if (!ext)
+			continue;
+		if (!a->p) {
+			fk_fail("%s is NULL (%llu bytes expected)", a->name, (unsigned long long)ext);
+			continue;
+		}
+		if ((uintptr_t)a->p % a->l.esize) {
+			fk_fail("%s (%p) is not aligned to its %u-byte elements", a->name, (const void *)a->p,
+				a->l.esize);
+			continue;
+		}
+		a->a = find(a->p);
+		if (!a->a) {
+			fk_fail("%s (%p, %llu bytes) is not inside any live allocation", a->name, (const void *)a->p,
+				(unsigned long long)ext);
+			continue;
+		}
+		a->lo = (uint64_t)(a->p - a->a->base);
+		a->hi = a->lo + ext;
+		if (a->hi > a->a->bytes) {
+			fk_fail("%s runs %llu bytes past the end of %s (%llu bytes, from offset %llu, %llu bytes)",
+				a->name, (unsigned long long)(a->hi - a->a->bytes), alloc_name(a->a),
+				(unsigned long long)a->a->bytes, (unsigned long long)a->lo, (unsigned long long)ext);
+			continue;
+		}
+		if ((a->how & FK_W) && self_overlaps(&a->l)) {
+			fk_fail("%s: an output whose layout names an element twice", a->name);
+			continue;
+		}
+		a->ok = true;
+	}
+	/* an output (or a workspace) shares no byte with another argument,
+	 * unless both are the same in-place group with the same layout */
+	for (uint32_t i = 0; i < C.n; i++) {
+		const struct arg *a = &C.a[i];
+
+		if (!a->ok || !(a->how & (FK_W | FK_SCRATCH)))
+			continue;
+		for (uint32_t j = 0; j < C.n; j++) {
+			const struct arg *b = &C.a[j];
+
+			if (j == i || !b->ok || b->a != a->a || (b->how & FK_BOUNDS) || b->hi <= a->lo ||
+			    a->hi <= b->lo)
+				continue;
+			if (a->inplace > 0 && a->inplace == b->inplace && a->p == b->p && same_layout(&a->l, &b->l))
+				continue;
+			if (j < i && (b->how & (FK_W | FK_SCRATCH)))
+				continue; /* said once */
+			fk_fail("%s [%llu, %llu) overlaps %s [%llu, %llu) in %s", a->name, (unsigned long long)a->lo,
+				(unsigned long long)a->hi, b->name, (unsigned long long)b->lo,
+				(unsigned long long)b->hi, alloc_name(a->a));
+		}
+	}
+	/* reads, then writes */
+	for (uint32_t i = 0; i < C.n; i++) {
+		struct arg *a = &C.a[i];
+
+		if (!a->ok || !(a->how & FK_R))
+			continue;
+		for_runs(&a->l, read_run, a);
+		if (a->unwritten)
+			fk_fail("%s reads %llu bytes of %s never written (the first at byte %llu of the argument)",
+				a->name, (unsigned long long)a->unwritten, alloc_name(a->a),
+				(unsigned long long)a->unwritten_at);
+	}
+	for (uint32_t i = 0; i < C.n; i++) {
+		struct arg *a = &C.a[i];
+		struct fk_access e;
+
+		if (!a->ok)
+			continue;
+		if (a->how & FK_W) {
+			for_runs(&a->l, write_run, a);
+			if (a->dead)
+				fk_fail("%s overwrites bytes of %s that this op wrote and nobody read since (from byte %llu "
+					"of the argument)",
+					a->name, alloc_name(a->a), (unsigned long long)a->dead_at);
+		}
+		if (a->how & FK_BOUNDS)
+			continue;
+		memset(&e, 0, sizeof(e));
+		e.seq = s;
+		e.call = C.call;
+		e.arg = a->name;
+		e.tag = a->a->tag;
+		e.lo = a->lo;
+		e.hi = a->hi;
+		e.read = (a->how & FK_R) != 0;
+		e.write = (a->how & FK_W) != 0;
+		e.read_before = a->read_before;
+		e.scratch = (a->how & FK_SCRATCH) != 0;
+		log_add(&e);
+	}
+	C.open = false;
+	return C.fails;
+}
