@@ -768,6 +768,22 @@ bool kern_deterministic(const struct kern *K)
 	return K->k.type != KOP_DROPOUT;
 }
 
+bool kern_same_run(const struct kern *A, const struct kern *B)
+{
+	if (!A || !B)
+		return A == B;
+	if (A->k.type != B->k.type || A->n_calls != B->n_calls || !kern_deterministic(A))
+		return false;
+	for (uint32_t i = 0; i < A->n_calls; i++) {
+		const struct kern_call *a = &A->call[i], *b = &B->call[i];
+
+		if (a->batch != b->batch || (A->k.type == KOP_CONV &&
+					     (a->fwd != b->fwd || a->bwd_data != b->bwd_data || a->bwd_filter != b->bwd_filter)))
+			return false;
+	}
+	return true;
+}
+
 uint64_t kern_ws_bytes(const struct kern *K)
 {
 	return K->ws_used;

@@ -70,6 +70,11 @@ bool kern_algo_substituted(const struct kern *K);
 /* Does running it again give the same bytes (for recompute checks)?  False
  * for dropout, whose cuDNN random state advances. */
 bool kern_deterministic(const struct kern *K);
+/* Do two preparations of one op write the same bytes from the same inputs
+ * (both timed, NULL; or the same deterministic kernel with the same
+ * micro-batches and algorithms)?  A recompute is checked against the first
+ * run only then: different cuDNN algorithms round differently. */
+bool kern_same_run(const struct kern *A, const struct kern *B);
 /* The workspace it really uses (<= the ws_bytes it was prepared with). */
 uint64_t kern_ws_bytes(const struct kern *K);
 

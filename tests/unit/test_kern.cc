@@ -927,6 +927,68 @@ static void test_lib(void)
 	CHECK(fk_live(FK_OBJ_CUBLAS) == 0);
 }
 
+/* kern_same_run: a recompute is compared with the first run only when both
+ * run alike (verify's rebuilt checks). */
+static void test_same_run(void)
+{
+	struct mp_error err = { "" };
+	struct mp_net *net = net_load_file("tests/data/kern-edge.json", &err);
+	struct mp_kop k;
+	struct kern *a = NULL, *b = NULL, *c = NULL;
+	char why[256];
+	int32_t conv = -1, drop = -1;
+
+	CHECK(net != NULL);
+	CHECK(kern_lib_open(&L, NULL, why, sizeof(why)) == 0);
+	if (!net || !L) {
+		net_free(net);
+		return;
+	}
+	for (uint32_t o = 0; o < net->n_ops && (conv < 0 || drop < 0); o++) {
+		if (net->ops[o].phase != MP_PHASE_FWD)
+			continue;
+		kop_build(net, (int32_t)o, &k);
+		if (k.type == KOP_CONV && k.nsp == 2 && conv < 0)
+			conv = (int32_t)o;
+		if (k.type == KOP_DROPOUT && drop < 0)
+			drop = (int32_t)o;
+	}
+	CHECK(conv >= 0);
+	CHECK(kern_same_run(NULL, NULL));
+	if (conv >= 0) {
+		struct kern_mb mg, mf;
+
+		kop_build(net, conv, &k);
+		mg = { k.n, "implicit_gemm" };
+		mf = { k.n, "fft" };
+		CHECK(kern_prepare(L, net, &k, &mg, 1, 64u << 20, &a, why, sizeof(why)) == 0);
+		CHECK(kern_prepare(L, net, &k, &mg, 1, 64u << 20, &b, why, sizeof(why)) == 0);
+		CHECK(kern_prepare(L, net, &k, &mf, 1, 64u << 20, &c, why, sizeof(why)) == 0);
+		if (a && b && c) {
+			CHECK(kern_same_run(a, b));       /* the same algorithms */
+			CHECK(!kern_same_run(a, c));      /* other algorithms round otherwise */
+			CHECK(!kern_same_run(a, NULL));   /* real against timed */
+		}
+		kern_free(L, a);
+		kern_free(L, b);
+		kern_free(L, c);
+		a = b = c = NULL;
+	}
+	if (drop >= 0) {
+		struct kern_mb m;
+
+		kop_build(net, drop, &k);
+		m = { k.n, NULL };
+		CHECK(kern_prepare(L, net, &k, &m, 1, 0, &a, why, sizeof(why)) == 0);
+		if (a)
+			CHECK(!kern_same_run(a, a)); /* dropout draws a new mask */
+		kern_free(L, a);
+	}
+	kern_lib_close(L);
+	L = NULL;
+	net_free(net);
+}
+
 int main(void)
 {
 	static const char *const examples[] = {
@@ -940,6 +1002,7 @@ int main(void)
 
 	test_lib();
 	v0 = fk_violations();
+	test_same_run();
 	for (size_t i = 0; i < sizeof(examples) / sizeof(examples[0]); i++)
 		run_file(examples[i], true);
 	/* 1-D and 3-D convolution and pooling, dilation, groups, depthwise,
