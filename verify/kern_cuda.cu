@@ -28,8 +28,8 @@
  *   softmax  SoftmaxForward over c (accurate) / SoftmaxBackward
  *   dropout  DropoutForward, p 0.5, the mask tensor as reserve space /
  *            DropoutBackward
- *   add      TransformTensor then AddTensor per input / TransformTensor dy
- *            to each dx
+ *   add      AddTensor per input (beta 0 for the first) / AddTensor dy
+ *            into each dx
  *   concat   TransformTensor into each channel slice of y (a strided
  *            descriptor) / from each slice of dy
  */
@@ -45,6 +45,7 @@
 
 #define KERN_CUDNN(X)                                                                                  \
 	X(cudnnCreate) X(cudnnDestroy) X(cudnnSetStream) X(cudnnGetErrorString) X(cudnnGetVersion)     \
+	X(cudnnOpsVersionCheck) X(cudnnCnnVersionCheck)                                                \
 	X(cudnnCreateTensorDescriptor) X(cudnnSetTensorNdDescriptor) X(cudnnDestroyTensorDescriptor)   \
 	X(cudnnCreateFilterDescriptor) X(cudnnSetFilterNdDescriptor) X(cudnnDestroyFilterDescriptor)   \
 	X(cudnnCreateConvolutionDescriptor) X(cudnnSetConvolutionNdDescriptor)                         \
@@ -216,6 +217,16 @@ int kern_lib_open(struct kern_lib **out, cudaStream_t st, char *why, size_t n)
 		goto fail;
 	}
 	v = L->cudnnGetVersion();
+	if (v < 90000) {
+		say(why, n, "cuDNN %zu.%zu found; memplan needs cuDNN 9", v / 1000, v / 100 % 10);
+		goto fail;
+	}
+	/* the shim loads its sub-libraries lazily: a missing one would
+	 * otherwise show only when the first kernel runs */
+	if (L->cudnnOpsVersionCheck() != CUDNN_STATUS_SUCCESS || L->cudnnCnnVersionCheck() != CUDNN_STATUS_SUCCESS) {
+		say(why, n, "cuDNN's ops or cnn sub-library (libcudnn_ops.so.9, libcudnn_cnn.so.9) does not load");
+		goto fail;
+	}
 	L->cublasGetProperty(MAJOR_VERSION, &major);
 	L->cublasGetProperty(MINOR_VERSION, &minor);
 	L->cublasGetProperty(PATCH_LEVEL, &patch);
@@ -426,11 +437,13 @@ static int choose_algos(struct kern_lib *L, struct kern *K, struct kern_call *c,
 
 		DNN(L->cudnnGetConvolutionForwardAlgorithm_v7(L->dnn, c->x, K->w, K->conv, c->y,
 							       CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, p));
-		for (int i = 0; i < got; i++)
-			if (p[i].status == CUDNN_STATUS_SUCCESS && p[i].memory <= ws) {
-				c->fwd = p[i].algo;
+		for (int i = 0; i < got; i++) {
+			if (p[i].status != CUDNN_STATUS_SUCCESS || p[i].memory > ws)
+				continue;
+			c->fwd = p[i].algo;
+			if (call_ws(L, K, c, &ok) <= ws && ok)
 				return 0;
-			}
+		}
 		say(why, n, "no cuDNN forward algorithm fits its %llu-byte workspace", (unsigned long long)ws);
 		return -1;
 	}
@@ -447,12 +460,14 @@ static int choose_algos(struct kern_lib *L, struct kern *K, struct kern_call *c,
 		for (int i = 0; i < gd; i++) {
 			if (pd[i].status != CUDNN_STATUS_SUCCESS || pd[i].memory > ws)
 				continue;
-			for (int j = 0; j < gf; j++)
-				if (pf[j].status == CUDNN_STATUS_SUCCESS && pf[j].memory <= ws) {
-					c->bwd_data = pd[i].algo;
-					c->bwd_filter = pf[j].algo;
+			for (int j = 0; j < gf; j++) {
+				if (pf[j].status != CUDNN_STATUS_SUCCESS || pf[j].memory > ws)
+					continue;
+				c->bwd_data = pd[i].algo;
+				c->bwd_filter = pf[j].algo;
+				if (call_ws(L, K, c, &ok) <= ws && ok)
 					return 0;
-				}
+			}
 		}
 		say(why, n, "no cuDNN backward algorithms fit its %llu-byte workspace", (unsigned long long)ws);
 		return -1;
@@ -484,7 +499,7 @@ static bool dtype_of(enum mp_dtype d, cudnnDataType_t *dt, cudaDataType_t *bt, u
 
 /* *p holds at least need bytes (0x3c each: small finite values in every
  * type), shared by the ops that need one.  0, or -1 with why. */
-static int scratch(void **p, size_t *have, size_t need, char *why, size_t n)
+static int scratch(void **p, size_t *have, size_t need, cudaStream_t st, char *why, size_t n)
 {
 	if (need <= *have)
 		return 0;
@@ -492,7 +507,9 @@ static int scratch(void **p, size_t *have, size_t need, char *why, size_t n)
 		cudaFree(*p);
 	*p = NULL;
 	*have = 0;
-	if (cudaMalloc(p, need) != cudaSuccess || cudaMemset(*p, 0x3c, need) != cudaSuccess) {
+	/* on the kernels' stream: a non-blocking stream does not wait for
+	 * the legacy default stream a plain cudaMemset would use */
+	if (cudaMalloc(p, need) != cudaSuccess || cudaMemsetAsync(*p, 0x3c, need, st) != cudaSuccess) {
 		if (*p)
 			cudaFree(*p);
 		*p = NULL;
@@ -528,6 +545,11 @@ static int prepare_calls(struct kern_lib *L, struct kern *K, const struct kern_m
 		size_t need = call_ws(L, K, c, &ok);
 		if (!ok) {
 			say(why, n, "cuDNN does not support this convolution's algorithms");
+			return -1;
+		}
+		if (need > ws) { /* never run past the workspace the plan gave */
+			say(why, n, "its algorithms need %zu bytes of workspace, the plan gives %llu", need,
+			    (unsigned long long)ws);
 			return -1;
 		}
 		if (need > K->ws_used)
@@ -590,12 +612,12 @@ int kern_prepare(struct kern_lib *L, const struct mp_net *net, const struct mp_k
 	/* no gradient reaches a layer that ends the forward pass: its backward
 	 * reads a scratch dy (small finite values) */
 	if (k->phase == MP_PHASE_BWD && k->dy < 0 &&
-	    scratch(&L->scratch_dy, &L->scratch_dy_bytes, (size_t)k->n * K->y_sample * K->esize, why, n) < 0)
+	    scratch(&L->scratch_dy, &L->scratch_dy_bytes, (size_t)k->n * K->y_sample * K->esize, L->st, why, n) < 0)
 		goto fail;
 	/* a batch norm whose input needs no gradient (it follows the data)
 	 * still has cuDNN compute one, which no tensor of the plan holds */
 	if (k->type == KOP_BN && k->phase == MP_PHASE_BWD && k->dx[0] < 0 &&
-	    scratch(&L->scratch_dx, &L->scratch_dx_bytes, (size_t)k->n * K->x_sample * K->esize, why, n) < 0)
+	    scratch(&L->scratch_dx, &L->scratch_dx_bytes, (size_t)k->n * K->x_sample * K->esize, L->st, why, n) < 0)
 		goto fail;
 	if (prepare_calls(L, K, mb, n_mb, ws_bytes, why, n) < 0)
 		goto fail;
@@ -777,8 +799,8 @@ bool kern_same_run(const struct kern *A, const struct kern *B)
 	for (uint32_t i = 0; i < A->n_calls; i++) {
 		const struct kern_call *a = &A->call[i], *b = &B->call[i];
 
-		if (a->batch != b->batch || (A->k.type == KOP_CONV &&
-					     (a->fwd != b->fwd || a->bwd_data != b->bwd_data || a->bwd_filter != b->bwd_filter)))
+		/* a recompute is a forward: its algorithm is the one that runs */
+		if (a->batch != b->batch || (A->k.type == KOP_CONV && a->fwd != b->fwd))
 			return false;
 	}
 	return true;

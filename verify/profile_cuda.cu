@@ -7,7 +7,8 @@
  * (kern_cuda.cu) runs o->warmup times and then o->iters times between CUDA
  * events on one stream; the median counts.  The default implementation is
  * measured with no workspace (cuDNN's heuristic choice that needs none), so
- * that a plan which picks no algorithm needs no scratch.  Every convolution
+ * that a plan which picks no algorithm needs no scratch, or where there is
+ * none with the heuristic choice within half the free memory.  Every convolution
  * is also measured per named algorithm family (kern_conv_families) at each
  * micro-batch size of prof_batches, forward and backward, with the
  * workspace the family asks for at that size; a family cuDNN does not
@@ -173,7 +174,7 @@ static int measure(struct pc *P, const struct mp_kop *k, uint32_t batch, const c
 	int rc;
 
 	kb.n = batch;
-	if (kern_prepare(P->L, P->net, &kb, &mb, 1, algo ? ws_cap : 0, &K, why, sizeof(why)) < 0)
+	if (kern_prepare(P->L, P->net, &kb, &mb, 1, ws_cap, &K, why, sizeof(why)) < 0)
 		return 1;
 	if (algo && kern_algo_substituted(K)) {
 		kern_free(P->L, K);
@@ -190,6 +191,17 @@ static int measure(struct pc *P, const struct mp_kop *k, uint32_t batch, const c
 	return rc;
 }
 
+/* The workspace a measurement may use: half the device's free memory. */
+static int half_free(struct pc *P, uint64_t *cap)
+{
+	size_t fr = 0, tot = 0;
+
+	if (cu(P, cudaMemGetInfo(&fr, &tot), "cudaMemGetInfo") < 0)
+		return -1;
+	*cap = fr / 2;
+	return 0;
+}
+
 /* Every algorithm family of a convolution at every micro-batch size. */
 static int measure_algos(struct pc *P, const struct mp_kop *kf, const struct mp_kop *kb,
 			 struct mp_prof_layer *m)
@@ -197,15 +209,13 @@ static int measure_algos(struct pc *P, const struct mp_kop *kf, const struct mp_
 	uint32_t n_fam, n_b;
 	const struct kern_family *fam = kern_conv_families(&n_fam);
 	uint32_t *b = prof_batches(kf->n, P->o->batches, &n_b);
-	size_t fr = 0, tot = 0;
 	uint64_t cap;
 	int rc = 0;
 
-	if (cu(P, cudaMemGetInfo(&fr, &tot), "cudaMemGetInfo") < 0) {
+	if (half_free(P, &cap) < 0) {
 		free(b);
 		return -1;
 	}
-	cap = fr / 2;
 	m->algos = (struct mp_prof_algo *)mp_xcalloc((size_t)n_fam * n_b, sizeof(*m->algos));
 	for (uint32_t j = 0; j < n_b && rc >= 0; j++)
 		for (uint32_t f = 0; f < n_fam && rc >= 0; f++) {
@@ -235,7 +245,7 @@ static int measure_layer(struct pc *P, uint32_t li, struct mp_prof_layer *m)
 	const struct mp_layer *ly = &P->net->layers[li];
 	struct mp_kop *kf = (struct mp_kop *)mp_xmalloc(sizeof(*kf));
 	struct mp_kop *kb = (struct mp_kop *)mp_xmalloc(sizeof(*kb));
-	uint64_t ws = 0;
+	uint64_t wf = 0, wb = 0, cap = 0;
 	int rc = 0, r;
 
 	memset(m, 0, sizeof(*m));
@@ -260,17 +270,28 @@ static int measure_layer(struct pc *P, uint32_t li, struct mp_prof_layer *m)
 		m->why = "its tensors do not fit in the device's free memory";
 		goto out;
 	}
-	if ((r = measure(P, kf, kf->n, NULL, 0, &m->fwd_ms, &ws)) != 0) {
-		if (r < 0)
-			rc = -1;
-		m->fwd_ms = -1;
-		m->why = "cuDNN cannot run its forward without workspace";
-		goto out;
-	}
-	if (kb->type != KOP_TIMED && (r = measure(P, kb, kb->n, NULL, 0, &m->bwd_ms, &ws)) < 0) {
+	/* the default: without workspace where cuDNN can, else its heuristic
+	 * choice within half the free memory (then the layer's workspace) */
+	if (half_free(P, &cap) < 0) {
 		rc = -1;
 		goto out;
 	}
+	if ((r = measure(P, kf, kf->n, NULL, 0, &m->fwd_ms, &wf)) == 1)
+		r = measure(P, kf, kf->n, NULL, cap, &m->fwd_ms, &wf);
+	if (r != 0) {
+		if (r < 0)
+			rc = -1;
+		m->fwd_ms = -1;
+		m->why = "cuDNN runs no forward algorithm for it within half the free memory";
+		goto out;
+	}
+	if (kb->type != KOP_TIMED && (r = measure(P, kb, kb->n, NULL, 0, &m->bwd_ms, &wb)) == 1)
+		r = measure(P, kb, kb->n, NULL, cap, &m->bwd_ms, &wb);
+	if (kb->type != KOP_TIMED && r < 0) {
+		rc = -1;
+		goto out;
+	}
+	m->workspace_bytes = wf > wb ? wf : wb;
 	m->measured = true;
 	if (kf->type == KOP_CONV)
 		rc = measure_algos(P, kf, kb->type == KOP_CONV ? kb : NULL, m);

@@ -326,6 +326,13 @@ cudaError_t cudaMemset(void *devPtr, int value, size_t count)
 	return cudaSuccess;
 }
 
+/* Stream order is not modelled: every call runs at once. */
+cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
+{
+	(void)stream;
+	return cudaMemset(devPtr, value, count);
+}
+
 cudaError_t cudaGetLastError(void)
 {
 	cudaError_t e = last_error;
