@@ -322,3 +322,16 @@ int32_t mp_strmap_get(const struct mp_strmap *m, const char *key)
 			return m->val[i];
 	return -1;
 }
+
+static int cmp_double(const void *pa, const void *pb)
+{
+	double a = *(const double *)pa, b = *(const double *)pb;
+
+	return a < b ? -1 : a > b;
+}
+
+double mp_median(double *v, uint32_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}

@@ -62,6 +62,9 @@ int mp_parse_size(const char *s, uint64_t *out, struct mp_error *err);
 /* Format bytes for people: "886.4 MiB", "12.0 GiB", "512 B".  buf >= 32. */
 const char *mp_fmt_bytes(uint64_t bytes, char *buf, size_t n);
 
+/* The median of v[0..n), n >= 1: v is sorted in place (ascending). */
+double mp_median(double *v, uint32_t n);
+
 /* Bump arena: many small allocations, one free.  Owned by whoever embeds it. */
 struct mp_arena {
 	struct mp_arena_chunk *head;

@@ -1607,13 +1607,6 @@ static void copy_name(char *dst, size_t n, const char *src)
 	dst[k] = 0;
 }
 
-static int cmp_double(const void *pa, const void *pb)
-{
-	double a = *(const double *)pa, b = *(const double *)pb;
-
-	return a < b ? -1 : a > b;
-}
-
 /* The global timer against CUDA events: spin 20 ms by the timer three times
  * (after a 50 ms warm-up that also raises the clocks), timer_ratio = the
  * median event ms per timer ms. */
@@ -1642,8 +1635,7 @@ static int calibrate(struct cx *X)
 			goto out;
 		r[k] = got / ms;
 	}
-	qsort(r, 3, sizeof(*r), cmp_double);
-	X->timer_ratio = r[1];
+	X->timer_ratio = mp_median(r, 3);
 	if (!(X->timer_ratio > 0.5 && X->timer_ratio < 2)) {
 		mp_error_set(&X->err, "the GPU's global timer disagrees with CUDA events (%.3f event ms per timer ms): "
 			     "timed kernels would not last their time", X->timer_ratio);
@@ -2120,8 +2112,7 @@ int exec_cuda_run(const struct mp_net *net, const struct mp_plan_req *req, const
 
 		for (uint32_t k = 0; k < o->iters; k++)
 			w[k] = recs[k].wall_ms;
-		qsort(w, o->iters, sizeof(*w), cmp_double);
-		out->time_ms = o->iters % 2 ? w[o->iters / 2] : (w[o->iters / 2 - 1] + w[o->iters / 2]) / 2;
+		out->time_ms = mp_median(w, o->iters); /* w is sorted now */
 		for (uint32_t k = 0; k < o->iters; k++)
 			if (recs[k].wall_ms == w[(o->iters - 1) / 2])
 				med = k;
@@ -2255,8 +2246,9 @@ int exec_cuda_link(struct mp_cuda_link *out, struct mp_error *err)
 			if (k >= 0)
 				ms[k] = got;
 		}
-		qsort(ms, 5, sizeof(*ms), cmp_double);
-		*(dir == 0 ? &out->h2d_gbps : &out->d2h_gbps) = ms[2] > 0 ? (double)out->copy_bytes / ms[2] / 1e6 : 0;
+		const double med = mp_median(ms, 5);
+
+		*(dir == 0 ? &out->h2d_gbps : &out->d2h_gbps) = med > 0 ? (double)out->copy_bytes / med / 1e6 : 0;
 	}
 #undef TRY
 	rc = 0;

@@ -1267,13 +1267,6 @@ static void exec_free(struct exec *X)
 	free(X->log);
 }
 
-static int cmp_double(const void *pa, const void *pb)
-{
-	double a = *(const double *)pa, b = *(const double *)pb;
-
-	return a < b ? -1 : a > b;
-}
-
 int exec_host_run(const struct mp_net *net, const struct mp_plan_req *req, const struct mp_plan *p,
 		  const struct mp_exec_opts *o, struct mp_exec_result *out, struct mp_error *err)
 {
@@ -1444,8 +1437,7 @@ int exec_host_run(const struct mp_net *net, const struct mp_plan_req *req, const
 
 		for (uint32_t k = 0; k < o->iters; k++)
 			w[k] = recs[k].wall_ms;
-		qsort(w, o->iters, sizeof(*w), cmp_double);
-		out->time_ms = o->iters % 2 ? w[o->iters / 2] : (w[o->iters / 2 - 1] + w[o->iters / 2]) / 2;
+		out->time_ms = mp_median(w, o->iters); /* w is sorted now */
 		for (uint32_t k = 0; k < o->iters; k++)
 			if (recs[k].wall_ms == w[(o->iters - 1) / 2])
 				med = k;

@@ -497,7 +497,7 @@ static bool dtype_of(enum mp_dtype d, cudnnDataType_t *dt, cudaDataType_t *bt, u
 	}
 }
 
-/* *p holds at least need bytes (0x3c each: small finite values in every
+/* *p holds at least need bytes (KERN_FILL_BYTE each: small finite values in every
  * type), shared by the ops that need one.  0, or -1 with why. */
 static int scratch(void **p, size_t *have, size_t need, cudaStream_t st, char *why, size_t n)
 {
@@ -509,7 +509,7 @@ static int scratch(void **p, size_t *have, size_t need, cudaStream_t st, char *w
 	*have = 0;
 	/* on the kernels' stream: a non-blocking stream does not wait for
 	 * the legacy default stream a plain cudaMemset would use */
-	if (cudaMalloc(p, need) != cudaSuccess || cudaMemsetAsync(*p, 0x3c, need, st) != cudaSuccess) {
+	if (cudaMalloc(p, need) != cudaSuccess || cudaMemsetAsync(*p, KERN_FILL_BYTE, need, st) != cudaSuccess) {
 		if (*p)
 			cudaFree(*p);
 		*p = NULL;
@@ -568,16 +568,11 @@ int kern_prepare(struct kern_lib *L, const struct mp_net *net, const struct mp_k
 {
 	struct kern *K;
 	const struct mp_kop *k = kop;
-	struct kern_mb whole = { kop->n, NULL };
 
 	*out = NULL;
 	if (k->type == KOP_TIMED || k->type >= KOP__COUNT) {
 		say(why, n, "%s", k->why ? k->why : "no real kernel");
 		return -1;
-	}
-	if (n_mb == 0) {
-		mb = &whole;
-		n_mb = 1;
 	}
 	if (n_mb > 1 && k->type != KOP_CONV) {
 		say(why, n, "micro-batches on a %s op", mp_kop_type_name(k->type));

@@ -29,6 +29,11 @@ extern "C" {
 struct kern_lib;
 struct kern;
 
+/* The byte scratch and profiled buffers are filled with: small finite values
+ * in every type (0x3c3c3c3c is about 0.0115 in float32, 0x3c3c 1.06 in
+ * float16 and 0.0115 in bfloat16), so kernels never run on NaNs they made. */
+#define KERN_FILL_BYTE 0x3c
+
 /* Device 0, its context created (exec_cuda.cu).  0; EXEC_NO_DEVICE
  * (verify/exec.h) or -1 with *err. */
 int cuda_open_device(struct mp_error *err, cudaDeviceProp *prop);

@@ -30,8 +30,6 @@ extern "C" {
 #include <stdlib.h>
 #include <string.h>
 
-#define FILL_BYTE 0x3c
-
 struct pc {
 	const struct mp_net *net;
 	const struct mp_prof_opts *o;
@@ -76,7 +74,7 @@ static int bind(struct pc *P, int32_t t)
 		return 1;
 	}
 	P->bound[P->n_bound++] = t;
-	return cu(P, cudaMemsetAsync(P->addr[t], FILL_BYTE, n, P->st), "cudaMemsetAsync (a layer's buffers)");
+	return cu(P, cudaMemsetAsync(P->addr[t], KERN_FILL_BYTE, n, P->st), "cudaMemsetAsync (a layer's buffers)");
 }
 
 static int bind_kop(struct pc *P, const struct mp_kop *k)
@@ -120,13 +118,6 @@ static int workspace(struct pc *P, uint64_t n)
 	return 0;
 }
 
-static int cmp_double(const void *pa, const void *pb)
-{
-	double a = *(const double *)pa, b = *(const double *)pb;
-
-	return a < b ? -1 : a > b;
-}
-
 /* Run K warm-up then measured times; *ms the median.  0, -1 on an error. */
 static int time_kernel(struct pc *P, const struct kern *K, double *ms)
 {
@@ -153,8 +144,7 @@ static int time_kernel(struct pc *P, const struct kern *K, double *ms)
 			return -1;
 		P->ms[i] = f;
 	}
-	qsort(P->ms, n, sizeof(*P->ms), cmp_double);
-	*ms = n % 2 ? P->ms[n / 2] : (P->ms[n / 2 - 1] + P->ms[n / 2]) / 2;
+	*ms = mp_median(P->ms, n);
 	return 0;
 kern_failed:
 	mp_error_set(P->err, "%s", why);
