@@ -226,6 +226,18 @@ static void push_entry(struct rc_state *S, int32_t op, bool re)
 	S->e[S->n_e++] = (struct mp_entry){ op, re, -1 };
 }
 
+/* Must input x of a writer of t be rebuilt first? */
+static bool needs_rebuild(const struct rc_state *S, int32_t x, int32_t t)
+{
+	return x != t && S->dropped[x] && !S->avail[x] && !S->on_stack[x];
+}
+
+/* The last forward op to write y (its final version's writer). */
+static uint32_t last_writer(const struct rc_state *S, int32_t y)
+{
+	return S->w.list[S->w.start[y + 1] - 1];
+}
+
 /* Recompute dropped tensor t and what it needs (post-order, iterative). */
 static void ensure(struct rc_state *S, int32_t target, bool temporary)
 {
@@ -245,13 +257,14 @@ static void ensure(struct rc_state *S, int32_t target, bool temporary)
 			sp--;
 			continue;
 		}
-		const struct mp_op *op = &net->ops[S->w.list[S->w.start[t] + f->wi]];
+		const uint32_t oi = S->w.list[S->w.start[t] + f->wi];
+		const struct mp_op *op = &net->ops[oi];
 		int pushed = 0;
 
 		while (f->ki < op->n_in) {
 			int32_t x = op->in[f->ki++];
 
-			if (x != t && S->dropped[x] && !S->avail[x] && !S->on_stack[x]) {
+			if (needs_rebuild(S, x, t)) {
 				S->on_stack[x] = 1;
 				S->stack[sp++] = (struct rc_frame){ x, 0, 0 };
 				pushed = 1;
@@ -262,25 +275,21 @@ static void ensure(struct rc_state *S, int32_t target, bool temporary)
 			continue;
 		/* rebuilding a later input may have re-run the writer of an
 		 * earlier one (below): look again before op runs */
-		for (uint32_t k = 0; k < op->n_in; k++) {
-			int32_t x = op->in[k];
-
-			if (x != t && S->dropped[x] && !S->avail[x] && !S->on_stack[x]) {
+		for (uint32_t k = 0; k < op->n_in && !pushed; k++)
+			if (needs_rebuild(S, op->in[k], t)) {
 				f->ki = 0;
 				pushed = 1;
-				break;
 			}
-		}
 		if (pushed)
 			continue;
-		push_entry(S, (int32_t)(op - net->ops), true);
+		push_entry(S, (int32_t)oi, true);
 		/* re-running op overwrites its outputs: one that a later forward
 		 * op updates in place (a batch norm's output after its relu) now
 		 * holds op's version, and is rebuilt again when next read */
 		for (uint32_t k = 0; k < op->n_out; k++) {
 			int32_t y = op->out[k];
 
-			if (S->avail[y] && S->w.list[S->w.start[y + 1] - 1] != (uint32_t)(op - net->ops))
+			if (S->avail[y] && last_writer(S, y) != oi)
 				S->avail[y] = 0;
 		}
 		f->wi++;
@@ -293,8 +302,7 @@ static void ensure(struct rc_state *S, int32_t target, bool temporary)
 			for (uint32_t k = 0; k < op->n_out; k++) {
 				int32_t y = op->out[k];
 
-				if (S->dropped[y] && !S->avail[y] &&
-				    S->w.list[S->w.start[y + 1] - 1] == (uint32_t)(op - net->ops)) {
+				if (S->dropped[y] && !S->avail[y] && last_writer(S, y) == oi) {
 					S->avail[y] = 1;
 					if (temporary && !S->temp[y]) {
 						S->temp[y] = 1;
