@@ -213,6 +213,8 @@ struct rc_state {
 	const struct mp_net *net;
 	struct writers w;
 	uint8_t *dropped, *avail, *temp, *on_stack;
+	const uint8_t *keep;   /* the caller's keep set: each rebuilt tensor's own
+				* flag says whether it is dropped after the reader */
 	int32_t *tmp_list;
 	uint32_t n_tmp;
 	struct mp_entry *e;
@@ -304,7 +306,7 @@ static void ensure(struct rc_state *S, int32_t target, bool temporary)
 
 				if (S->dropped[y] && !S->avail[y] && last_writer(S, y) == oi) {
 					S->avail[y] = 1;
-					if (temporary && !S->temp[y]) {
+					if ((S->keep ? !S->keep[y] : temporary) && !S->temp[y]) {
 						S->temp[y] = 1;
 						S->tmp_list[S->n_tmp++] = y;
 					}
@@ -367,6 +369,7 @@ static uint32_t recompute_core(const struct mp_net *net, const struct mp_route *
 		}
 		free(f);
 	}
+	S.keep = keep_in;
 	if (dropped_in) {
 		memcpy(S.dropped, dropped_in, nt);
 		goto decided;

@@ -63,9 +63,11 @@ void policy_recompute_set(const struct mp_net *net, const struct mp_route *r,
 			  const struct mp_policy_opts *o, uint8_t *dropped, uint8_t *keep);
 
 /* The route with recompute entries: before each backward op, the forward
- * writers of the dropped tensors it reads that are not resident are re-run;
- * keep[t] keeps a rebuilt tensor to its last use, else it is dropped again
- * after its reader.  Returns the count; *entries malloc'd. */
+ * writers of the dropped tensors it reads that are not resident are re-run,
+ * rebuilding dropped inputs of those writers first (chains); keep[t] keeps a
+ * rebuilt tensor, whether rebuilt for its own reader or on the way to
+ * another, to its last use, else it is dropped again after the backward op
+ * it was rebuilt for.  Returns the count; *entries malloc'd. */
 uint32_t policy_recompute_seq(const struct mp_net *net, const struct mp_route *r,
 			      const uint8_t *dropped, const uint8_t *keep,
 			      struct mp_entry **entries);

@@ -1,6 +1,6 @@
 /*
  * memplan capacity NET.json --gpu NAME|SIZE[,...] [--vary batch] [--max-overhead PCT]
- *   [--planner auto|superneurons|tf-swap|tensile|none] [--reserve SIZE]
+ *   [--planner auto|NAME|none] [--reserve SIZE]
  *   [--format table|json] [--svg FILE]
  * memplan capacity --model resnet --vary depth --gpu k40c --batch 16
  * The largest batch (or depth) each strategy and planner fits on each GPU.
@@ -16,7 +16,7 @@
 
 static const char usage_text[] =
 	"usage: memplan capacity NET.json --gpu NAME|SIZE[,...] [--vary batch] [--max-overhead PCT]\n"
-	"                        [--planner auto|superneurons|tf-swap|tensile|none] [--reserve SIZE]\n"
+	"                        [--planner auto|NAME|none] [--reserve SIZE]\n"
 	"                        [--workspace none|dynamic] [--format table|json] [--svg FILE]\n"
 	"       memplan capacity --model NAME --gpu NAME[,...] [--vary batch|depth] [--batch N] ...\n";
 
@@ -135,7 +135,7 @@ static void print_gpu(const struct gpu *g, const char *what, uint64_t reserve)
 	printf("times: %s\n", g->times);
 	if (g->q.max_overhead >= 0)
 		printf("largest size whose slowdown stays within %.1f%% of the unconstrained run\n", 100 * g->q.max_overhead);
-	printf("%-13s %10s %12s %14s %6s\n", "strategy", g->q.vary == CAP_VARY_BATCH ? "max batch" : "max depth",
+	printf("%-17s %10s %12s %14s %6s\n", "strategy", g->q.vary == CAP_VARY_BATCH ? "max batch" : "max depth",
 	       "time ms", "samples/s", "evals");
 	for (unsigned row = 0; row < CAP_N_ROWS; row++) {
 		const struct cap_result *r = &g->res[row];
@@ -143,10 +143,10 @@ static void print_gpu(const struct gpu *g, const char *what, uint64_t reserve)
 		if (!(g->q.rows & (1u << row)))
 			continue;
 		if (!r->max) {
-			printf("%-13s %10s %12s %14s %6u\n", cap_row_name(row), "none", "-", "-", r->evals);
+			printf("%-17s %10s %12s %14s %6u\n", cap_row_name(row), "none", "-", "-", r->evals);
 			continue;
 		}
-		printf("%-13s %10u %12.3f %14.1f %6u\n", cap_row_name(row),
+		printf("%-17s %10u %12.3f %14.1f %6u\n", cap_row_name(row),
 		       g->q.vary == CAP_VARY_DEPTH ? cap_resnet_depth(r->max) : r->max, r->time_ms, r->throughput, r->evals);
 	}
 }
@@ -157,7 +157,7 @@ static int write_svg(FILE *f, const struct gpu *g, const char *title, struct mp_
 {
 	const double W = 960, H = 540, L = 90, R = 30, T = 56, B = 64, pw = W - L - R, ph = H - T - B;
 	static const char *const colors[CAP_N_ROWS] = { "#7f7f7f", "#1f77b4", "#2ca02c", "#d62728",
-		"#9467bd", "#8c564b", "#e377c2" };
+		"#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#ff7f0e", "#393b79" };
 	uint32_t nmax = 1;
 	double tmax = 0, pts[CAP_N_ROWS][16], xs[CAP_N_ROWS][16];
 	unsigned np[CAP_N_ROWS] = { 0 };
@@ -355,7 +355,10 @@ int cmd_capacity(int argc, char **argv)
 		q->max_overhead = max_overhead;
 		q->rows = (1u << MP_STRAT__COUNT) - 1;
 		if (add_planner_rows(planner, &q->rows) < 0) {
-			rc = cli_error(EXIT_BAD_INPUT, "--planner: unknown planner '%s' (auto, superneurons, tf-swap, tensile, none)", planner);
+			char names[256];
+
+			rc = cli_error(EXIT_BAD_INPUT, "--planner: unknown planner '%s' (auto, %s, none)", planner,
+				       mp_planner_list(names, sizeof(names), ", "));
 			goto out;
 		}
 		q->limit = q->vary == CAP_VARY_BATCH ? 1u << 20 : 100000;

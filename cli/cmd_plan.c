@@ -1,5 +1,5 @@
 /*
- * memplan plan NET.json --budget SIZE [--planner auto|superneurons|tf-swap|tensile|all]
+ * memplan plan NET.json --budget SIZE [--planner auto|all|NAME]
  *   [--device NAME|FILE] [--workspace none|dynamic|wr|wd] [--workspace-limit SIZE]
  *   [--checkpoints TYPES] [-o plan.json] [--trace FILE] [--format table|json]
  * The fastest schedule that fits the budget, written as an executable plan.
@@ -14,7 +14,7 @@
 #include "../plan/plan.h"
 
 static const char usage_text[] =
-	"usage: memplan plan NET.json --budget SIZE [--planner auto|superneurons|tf-swap|tensile|all]\n"
+	"usage: memplan plan NET.json --budget SIZE [--planner auto|all|NAME]\n"
 	"                    [--device NAME|FILE] [--workspace none|dynamic|wr|wd]\n"
 	"                    [--workspace-limit SIZE] [--checkpoints conv,fc,...]\n"
 	"                    [-o plan.json] [--trace FILE] [--format table|json]\n";
@@ -200,7 +200,8 @@ int cmd_plan(int argc, char **argv)
 			if (!strcmp(optarg, "all")) {
 				all = 1;
 			} else if ((which = mp_planner_parse(optarg)) < 0) {
-				return cli_error(EXIT_BAD_INPUT, "--planner: unknown planner '%s' (auto, superneurons, tf-swap, tensile, all)", optarg);
+				return cli_error(EXIT_BAD_INPUT, "--planner: unknown planner '%s' (auto, %s, all)", optarg,
+						 mp_planner_list(lab, sizeof(lab), ", "));
 			}
 			break;
 		case 'd':
@@ -318,13 +319,13 @@ int cmd_plan(int argc, char **argv)
 		printf("layer-wise minimum %s at step %u (%s)\n\n", mp_fmt_bytes(lmin.bytes, b1, sizeof(b1)), lmin.step + 1,
 		       step_label(net, lmin.op, lab, sizeof(lab)));
 		if (all) {
-			printf("%-13s %4s %10s %10s %10s %9s %10s %10s %5s %6s %6s %6s\n", "planner", "fits", "peak", "arena",
+			printf("%-17s %4s %10s %10s %10s %9s %10s %10s %5s %6s %6s %6s\n", "planner", "fits", "peak", "arena",
 			       "time ms", "overhead", "swap out", "swap in", "recmp", "MSR", "EOR", "CBR");
 			for (int i = 0; i < MP_PLANNER__COUNT; i++) {
 				const struct mp_plan *p = &plans[i];
 				char b3[32], b4[32];
 
-				printf("%-13s %4s %10s %10s %10.3f %8.1f%% %10s %10s %5u %6.3f %6.3f %6.3f\n",
+				printf("%-17s %4s %10s %10s %10.3f %8.1f%% %10s %10s %5u %6.3f %6.3f %6.3f\n",
 				       mp_planner_name(p->planner), p->fits ? "yes" : "no",
 				       mp_fmt_bytes(p->sim.peak_bytes, b1, sizeof(b1)), mp_fmt_bytes(p->arena_bytes, b2, sizeof(b2)),
 				       p->sim.time_ms, 100.0 * p->overhead, mp_fmt_bytes(p->sim.d2h_bytes, b3, sizeof(b3)),

@@ -15,13 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const rows[CAP_N_ROWS] = {
-	"baseline", "liveness", "offload", "recompute", "superneurons", "tf-swap", "tensile",
-};
-
 const char *cap_row_name(unsigned row)
 {
-	return row < CAP_N_ROWS ? rows[row] : "?";
+	if (row < MP_STRAT__COUNT)
+		return mp_strategy_name((enum mp_strategy)row);
+	return row < CAP_N_ROWS ? mp_planner_name((enum mp_planner)(row - MP_STRAT__COUNT)) : "?";
 }
 
 uint32_t cap_resnet_depth(uint32_t n)

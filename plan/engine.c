@@ -10,6 +10,52 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Forward writers per tensor (CSR) and which tensors may be dropped: an
+ * activation written in forward only by ops that may re-run.  O(ops + uses). */
+static void droppable_build(struct pl_state *S)
+{
+	const struct mp_net *net = S->net;
+	const struct mp_route *r = S->r;
+	uint32_t nt = S->nt, *fill = mp_xcalloc(nt + 1, sizeof(*fill));
+
+	S->fw_start = mp_xcalloc(nt + 2, sizeof(*S->fw_start));
+	for (uint32_t i = 0; i < r->n_fwd; i++) {
+		const struct mp_op *op = &net->ops[r->op[i]];
+
+		for (uint32_t k = 0; k < op->n_out; k++)
+			S->fw_start[op->out[k] + 1]++;
+	}
+	for (uint32_t t = 0; t < nt; t++)
+		S->fw_start[t + 1] += S->fw_start[t];
+	S->fw_list = mp_xmalloc((S->fw_start[nt] + 1) * sizeof(*S->fw_list));
+	for (uint32_t i = 0; i < r->n_fwd; i++) {
+		const struct mp_op *op = &net->ops[r->op[i]];
+
+		for (uint32_t k = 0; k < op->n_out; k++)
+			S->fw_list[S->fw_start[op->out[k]] + fill[op->out[k]]++] = (uint32_t)r->op[i];
+	}
+	S->droppable = mp_xcalloc(nt + 1, 1);
+	for (uint32_t t = 0; t < nt; t++) {
+		const struct mp_tensor *x = &net->tensors[t];
+		bool ok = x->kind == MP_TK_ACTIVATION && !sched_persistent(x) && x->bytes &&
+			  S->fw_start[t] < S->fw_start[t + 1] && (int32_t)S->fw_list[S->fw_start[t]] == x->producer;
+
+		for (uint32_t j = S->fw_start[t]; ok && j < S->fw_start[t + 1]; j++)
+			ok = net->ops[S->fw_list[j]].recomputable;
+		S->droppable[t] = ok;
+	}
+	free(fill);
+}
+
+double pl_rebuild_ms(const struct pl_state *S, int32_t t)
+{
+	double ms = 0;
+
+	for (uint32_t j = S->fw_start[t]; j < S->fw_start[t + 1]; j++)
+		ms += sched_op_ms(S->net, (int32_t)S->fw_list[j], S->algo[S->fw_list[j]]);
+	return ms;
+}
+
 void pl_init(struct pl_state *S, const struct mp_net *net, const struct mp_route *r,
 	     const struct mp_plan_req *req)
 {
@@ -32,6 +78,7 @@ void pl_init(struct pl_state *S, const struct mp_net *net, const struct mp_route
 	S->micro = mp_xcalloc(net->n_ops + 1, sizeof(*S->micro));
 	S->step_start = mp_xcalloc(r->n + 1, sizeof(*S->step_start));
 	sched_init(&S->sched);
+	droppable_build(S);
 }
 
 void pl_release(struct pl_state *S)
@@ -47,6 +94,10 @@ void pl_release(struct pl_state *S)
 		free(S->micro[o]);
 	free(S->micro);
 	free(S->step_start);
+	free(S->droppable);
+	free(S->seq);
+	free(S->fw_start);
+	free(S->fw_list);
 	free(S->entry_step);
 	free(S->entries);
 	free(S->touch_start);
@@ -135,6 +186,11 @@ static double est_start(const struct pl_state *S, uint32_t entry)
 	return S->step_start[S->entry_step[entry]];
 }
 
+double pl_entry_start(const struct pl_state *S, uint32_t i)
+{
+	return est_start(S, i);
+}
+
 static uint32_t trigger_rule(const struct pl_state *S, const struct mp_entry *e, int32_t t,
 			     uint32_t a, uint32_t u);
 
@@ -192,7 +248,11 @@ int pl_build(struct pl_state *S, struct mp_error *err)
 
 	for (uint32_t t = 0; t < S->nt && !any_drop; t++)
 		any_drop = S->drop[t];
-	if (any_drop) {
+	if (S->seq) {
+		n_e = S->n_seq;
+		e = mp_xmalloc((n_e + 1) * sizeof(*e));
+		memcpy(e, S->seq, n_e * sizeof(*e));
+	} else if (any_drop) {
 		n_e = policy_recompute_seq(net, r, S->drop, S->keep, &e);
 	} else {
 		n_e = r->n;
@@ -282,7 +342,7 @@ int pl_build(struct pl_state *S, struct mp_error *err)
 	return 0;
 }
 
-uint32_t pl_peak_candidates(const struct pl_state *S, struct pl_cand **out)
+uint32_t pl_peak_candidates(const struct pl_state *S, bool with_rebuilt, struct pl_cand **out)
 {
 	const struct mp_net *net = S->net;
 	const struct mp_entry *e = S->entries;
@@ -296,12 +356,16 @@ uint32_t pl_peak_candidates(const struct pl_state *S, struct pl_cand **out)
 		uint32_t a, u;
 		bool touched;
 
-		if (x->kind == MP_TK_WORKSPACE || S->swap_step[t] != UINT32_MAX || S->host[t] || S->drop[t] ||
-		    x->bytes == 0)
+		bool rebuilt = S->drop[t] && S->keep[t] && with_rebuilt && net->ops[e[P].op].phase != MP_PHASE_FWD;
+
+		if (x->kind == MP_TK_WORKSPACE || S->swap_step[t] != UINT32_MAX || S->host[t] ||
+		    (S->drop[t] && !rebuilt) || x->bytes == 0)
 			continue;
 		around(&T, t, P, &a, &u, &touched);
-		/* also not touched by recomputes feeding the peak's op */
-		for (uint32_t j = P; j-- > 0 && e[j].recompute && !touched;)
+		/* also not touched by recomputes feeding the peak's op (a
+		 * rebuilt tensor that only they read is: dropped again after
+		 * them, it would not be held there) */
+		for (uint32_t j = P; j-- > 0 && e[j].recompute && !touched && !rebuilt;)
 			for (uint32_t kk = T.start[t]; kk < T.start[t + 1]; kk++)
 				touched |= T.list[kk] == j;
 		if (touched)
@@ -309,12 +373,12 @@ uint32_t pl_peak_candidates(const struct pl_state *S, struct pl_cand **out)
 		if (a != UINT32_MAX && u != UINT32_MAX) {
 			double end_a = S->step_start[S->entry_step[a]] + net->ops[e[a].op].ms;
 
-			(*out)[n++] = (struct pl_cand){ t, x->bytes, est_start(S, u) - end_a, a, false };
+			(*out)[n++] = (struct pl_cand){ t, x->bytes, est_start(S, u) - end_a, a, u, false, rebuilt };
 		} else if (sched_persistent(x) && (a != UINT32_MAX || u != UINT32_MAX)) {
 			uint32_t first = T.list[T.start[t]], last = T.list[T.start[t + 1] - 1];
 			double busy = est_start(S, last) - est_start(S, first);
 
-			(*out)[n++] = (struct pl_cand){ t, x->bytes, S->sim.time_ms - busy, last, true };
+			(*out)[n++] = (struct pl_cand){ t, x->bytes, S->sim.time_ms - busy, last, UINT32_MAX, true, false };
 		}
 	}
 	return n;

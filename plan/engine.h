@@ -33,6 +33,15 @@ struct pl_state {
 	uint32_t *micro_n;    /* [n_ops] micro-batches (0: whole batch) */
 	struct mp_micro **micro; /* [n_ops] micro-batch lists, owned */
 	enum pl_prefetch prefetch;
+	struct mp_entry *seq; /* [n_seq] owned: a compute sequence with recomputes
+			       * (the chain planner's) used instead of the one
+			       * drop and keep give; NULL: theirs */
+	uint32_t n_seq;
+	uint8_t *droppable;   /* [nt] an activation every forward writer of which
+			       * may re-run: it may be dropped after its last
+			       * forward use and rebuilt (pl_init) */
+	uint32_t *fw_start, *fw_list; /* forward writers of each tensor, in route
+				       * order (CSR, [nt + 1] and [writes]) */
 	double *step_start;   /* [route n] compute start per step, from the last build */
 	/* result of the last pl_build */
 	struct mp_schedule sched;
@@ -56,11 +65,20 @@ struct pl_cand {
 	uint64_t bytes;
 	double gap_ms;        /* time between the uses around the peak */
 	uint32_t last_use;    /* entry before the peak that touches it */
+	uint32_t next_use;    /* entry after the peak that touches it (UINT32_MAX: none) */
 	bool cross;           /* only across iterations (persistent tensor) */
+	bool rebuilt;         /* dropped, rebuilt before the peak and kept for a
+			       * reader after it */
 };
 /* Candidates at the current peak: resident, not touched by the peak's op,
- * not yet swapped or dropped.  Returns the count; *out malloc'd. */
-uint32_t pl_peak_candidates(const struct pl_state *S, struct pl_cand **out);
+ * not yet swapped or dropped (with_rebuilt: dropped ones that a rebuild
+ * keeps resident there are candidates too).  Returns the count; *out
+ * malloc'd. */
+uint32_t pl_peak_candidates(const struct pl_state *S, bool with_rebuilt, struct pl_cand **out);
+/* Milliseconds to re-run every forward writer of t once. */
+double pl_rebuild_ms(const struct pl_state *S, int32_t t);
+/* Start of entry i's compute in the last build (recomputes: the next step's). */
+double pl_entry_start(const struct pl_state *S, uint32_t i);
 /* Swap t around the current peak (a gap or across iterations). */
 void pl_swap(struct pl_state *S, const struct pl_cand *c);
 /* Delay the swap-ins resident at the current peak that are not used there

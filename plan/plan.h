@@ -17,11 +17,18 @@
 
 enum mp_planner {
 	MP_PLANNER_SUPERNEURONS, MP_PLANNER_TFSWAP, MP_PLANNER_TENSILE,
+	MP_PLANNER_GREEDY,      /* cheapest bytes first at each peak: drop any op, swap */
+	MP_PLANNER_CHAIN,       /* optimal checkpointing of the chain of blocks (rotor's DP) */
+	MP_PLANNER_CHEN,        /* sqrt(n) checkpoints (Chen et al. 2016), the by-hand baseline */
+	MP_PLANNER_BLOCKS,      /* checkpoint-blocks: torch.utils.checkpoint on every block */
 	MP_PLANNER__COUNT,
 	MP_PLANNER_AUTO = MP_PLANNER__COUNT, /* not a planner: best of the others */
 };
 const char *mp_planner_name(enum mp_planner p);
 int mp_planner_parse(const char *s); /* "auto" -> MP_PLANNER_AUTO; -1 */
+/* The planners' names joined by sep ("superneurons, tf-swap, ..."), into
+ * buf (cut to n bytes).  Returns buf. */
+char *mp_planner_list(char *buf, size_t n, const char *sep);
 
 /* Convolution algorithm choice (memplan-plan(1) --workspace). */
 enum mp_ws_mode {

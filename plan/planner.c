@@ -5,11 +5,12 @@
  */
 #include "planners.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char *const names[MP_PLANNER__COUNT + 1] = {
-	"superneurons", "tf-swap", "tensile", "auto",
+	"superneurons", "tf-swap", "tensile", "greedy", "chain", "chen", "checkpoint-blocks", "auto",
 };
 
 const char *mp_planner_name(enum mp_planner p)
@@ -25,6 +26,16 @@ int mp_planner_parse(const char *s)
 	if (!strcmp(s, "tfswap"))
 		return MP_PLANNER_TFSWAP;
 	return -1;
+}
+
+char *mp_planner_list(char *buf, size_t n, const char *sep)
+{
+	size_t l = 0;
+
+	buf[0] = 0;
+	for (int i = 0; i < MP_PLANNER__COUNT && l < n; i++)
+		l += (size_t)snprintf(buf + l, n - l, "%s%s", i ? sep : "", names[i]);
+	return buf;
 }
 
 void plan_init(struct mp_plan *p)
@@ -76,7 +87,7 @@ int pl_rounds(struct pl_state *S, struct mp_plan *p, pl_round_fn round_fn, void 
 				return -1;
 			continue;
 		}
-		n = pl_peak_candidates(S, &c);
+		n = pl_peak_candidates(S, false, &c);
 		m = round_fn(S, c, n, S->sim.peak_bytes - S->req->budget_bytes, ctx);
 		free(c);
 		if (!m)
@@ -127,11 +138,14 @@ uint32_t pl_take_until(struct pl_state *S, const struct pl_cand *c, uint32_t n, 
 	return m;
 }
 
+/* Plans for a smaller budget when the arena overflows: at most this many. */
+#define PLAN_ARENA_ATTEMPTS 6
+
 int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner which,
 	     const struct mp_plan_req *req, struct mp_plan *out, struct mp_error *err)
 {
 	static int (*const fns[MP_PLANNER__COUNT])(struct pl_state *, struct mp_plan *, struct mp_error *) = {
-		plan_superneurons, plan_tfswap, plan_tensile,
+		plan_superneurons, plan_tfswap, plan_tensile, plan_greedy, plan_chain, plan_chen, plan_blocks,
 	};
 	struct pl_state S;
 	struct mp_schedule base;
@@ -172,7 +186,7 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 	{
 		struct mp_plan_req eff = *req;
 
-		for (int attempt = 0; attempt < 4; attempt++) {
+		for (int attempt = 0; attempt < PLAN_ARENA_ATTEMPTS; attempt++) {
 			pl_init(&S, net, r, &eff);
 			if ((req->ws_mode == MP_WS_WR || req->ws_mode == MP_WS_WD) &&
 			    plan_conv_configs(net, req, S.algo, S.micro_n, S.micro, err) < 0) {
@@ -199,13 +213,16 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 			if (out->sim.peak_bytes > eff.budget_bytes || out->arena_bytes <= req->budget_bytes)
 				break; /* the planner cannot go lower: shrinking will not help */
 			{
-				uint64_t over = out->arena_bytes - req->budget_bytes;
+				/* below the peak this plan reached, by what its arena
+				 * overflowed, twice that the next time */
+				uint64_t over = (out->arena_bytes - req->budget_bytes) << attempt;
+				uint64_t from = out->sim.peak_bytes < eff.budget_bytes ? out->sim.peak_bytes : eff.budget_bytes;
 
-				if (eff.budget_bytes <= over)
+				if (from <= over)
 					break;
-				eff.budget_bytes -= over;
+				eff.budget_bytes = from - over;
 			}
-			if (attempt == 3)
+			if (attempt == PLAN_ARENA_ATTEMPTS - 1)
 				break;
 		}
 		if (eff.budget_bytes < req->budget_bytes && out->arena_bytes <= req->budget_bytes) {

@@ -11,6 +11,18 @@
 int plan_superneurons(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_tfswap(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_tensile(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
+int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
+int plan_chain(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
+int plan_chen(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
+int plan_blocks(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
+
+/*
+ * The forward graph's cuts: tensors that alone carry everything from the
+ * steps before to the steps after (articulation points of a chain of
+ * blocks), in route order.  A cut is identified at the last forward step
+ * boundary it alone crosses.  Returns the count; *cuts malloc'd.  O(n).
+ */
+uint32_t pl_forward_cuts(const struct pl_state *S, int32_t **cuts);
 
 /* Rounds a planner may run before it gives up (each is one build), and
  * rounds in a row without a lower peak before it stops trying. */

@@ -465,7 +465,7 @@ static void test_round_trip_planners(void)
 			}
 		fix_release(&f);
 	}
-	CHECK(n == 27);
+	CHECK(n == sizeof(nets) / sizeof(nets[0]) * MP_PLANNER__COUNT * (sizeof(modes) / sizeof(modes[0])));
 	CHECK(micro > 0);
 	CHECK(swaps > 0);
 }

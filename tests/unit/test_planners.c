@@ -57,6 +57,10 @@ static void unload(struct fixture *f)
 
 static void known(const char *path, double time_ms, double stall_ms)
 {
+	/* the planners that swap; checkpointing alone cannot reach 10752 B */
+	static const enum mp_planner swappers[] = {
+		MP_PLANNER_SUPERNEURONS, MP_PLANNER_TFSWAP, MP_PLANNER_TENSILE, MP_PLANNER_GREEDY,
+	};
 	struct fixture f;
 	struct mp_error err;
 
@@ -65,7 +69,8 @@ static void known(const char *path, double time_ms, double stall_ms)
 		return;
 	}
 	f.req.budget_bytes = 10752;
-	for (int k = 0; k < MP_PLANNER__COUNT; k++) {
+	for (unsigned i = 0; i < sizeof(swappers) / sizeof(swappers[0]); i++) {
+		enum mp_planner k = swappers[i];
 		struct mp_plan p;
 
 		plan_init(&p);

@@ -1,0 +1,167 @@
+/*
+ * The checkpointing people do by hand, as planners, so that a plan is always
+ * shown beside what it saves over them:
+ *   chen               sqrt(n) checkpoints (Chen et al. 2016, "Training Deep
+ *                      Nets with Sublinear Memory Cost", 3.2): the forward
+ *                      graph's cuts every sqrt(n) forward ops are kept, every
+ *                      other activation is dropped and rebuilt once, segment
+ *                      by segment, in backward
+ *   checkpoint-blocks  torch.utils.checkpoint around every block: the cuts
+ *                      that end a block (written by an add, a concat or a
+ *                      pool: residual blocks, dense blocks, VGG stages,
+ *                      transformer sub-layers; every cut where a net has fewer
+ *                      than two such) are kept, the rest is dropped
+ * Both leave a net that fits at liveness alone, as a person would.  O(n) plus
+ * two builds.
+ */
+#include "planners.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+uint32_t pl_forward_cuts(const struct pl_state *S, int32_t **cuts)
+{
+	const struct mp_net *net = S->net;
+	const struct mp_route *r = S->r;
+	uint32_t nf = r->n_fwd, nt = S->nt, n = 0;
+	/* each forward tensor's first and last forward step; a tensor crosses
+	 * boundary b (between steps b and b + 1) when first <= b < last */
+	uint32_t *first = mp_xmalloc((nt + 1) * sizeof(*first)), *last = mp_xcalloc(nt + 1, sizeof(*last));
+	int64_t *cnt = mp_xcalloc(nf + 1, sizeof(*cnt)), *ids = mp_xcalloc(nf + 1, sizeof(*ids));
+	int32_t *at = mp_xmalloc((nt + 1) * sizeof(*at)), *by_b = mp_xmalloc((nf + 1) * sizeof(*by_b));
+	int64_t c = 0, sum = 0;
+
+	for (uint32_t t = 0; t < nt; t++) {
+		first[t] = UINT32_MAX;
+		at[t] = -1;
+	}
+	for (uint32_t i = 0; i < nf; i++) {
+		const struct mp_op *op = &net->ops[r->op[i]];
+
+		for (uint32_t k = 0; k < op->n_in + op->n_out; k++) {
+			int32_t t = k < op->n_in ? op->in[k] : op->out[k - op->n_in];
+
+			if (sched_persistent(&net->tensors[t]) || net->tensors[t].kind == MP_TK_WORKSPACE)
+				continue;
+			if (first[t] == UINT32_MAX)
+				first[t] = i;
+			last[t] = i;
+		}
+	}
+	for (uint32_t t = 0; t < nt; t++)
+		if (first[t] != UINT32_MAX && first[t] < last[t]) {
+			cnt[first[t]]++;
+			cnt[last[t]]--;
+			ids[first[t]] += t;
+			ids[last[t]] -= t;
+		}
+	for (uint32_t b = 0; b + 1 < nf; b++) {
+		c += cnt[b];
+		sum += ids[b];
+		by_b[b] = c == 1 ? (int32_t)sum : -1;
+		if (c == 1)
+			at[sum] = (int32_t)b;
+	}
+	/* each cut once, at the last boundary it alone crosses */
+	*cuts = mp_xmalloc((nf + 1) * sizeof(**cuts));
+	for (uint32_t b = 0; b + 1 < nf; b++)
+		if (by_b[b] >= 0 && at[by_b[b]] == (int32_t)b)
+			(*cuts)[n++] = by_b[b];
+	free(first);
+	free(last);
+	free(cnt);
+	free(ids);
+	free(at);
+	free(by_b);
+	return n;
+}
+
+/* Keep the tensors marked in ckpt, drop every other droppable one, each
+ * rebuilt once and kept to its last use. */
+static void drop_all_but(struct pl_state *S, const uint8_t *ckpt)
+{
+	for (uint32_t t = 0; t < S->nt; t++)
+		if (S->droppable[t] && !ckpt[t]) {
+			S->drop[t] = 1;
+			S->keep[t] = 1;
+		}
+}
+
+/* Build liveness; when it does not fit, checkpoint at the chosen cuts
+ * (choose() marks them in ckpt and returns how many) and build again. */
+static int checkpoint_plan(struct pl_state *S, struct mp_plan *p, const char *what,
+			   uint32_t (*choose)(const struct pl_state *S, const int32_t *cuts, uint32_t n, uint8_t *ckpt),
+			   struct mp_error *err)
+{
+	int32_t *cuts;
+	uint8_t *ckpt;
+	uint32_t n, m;
+
+	S->prefetch = PL_PREFETCH_JIT;
+	if (pl_build(S, err) < 0)
+		return -1;
+	if (S->sim.peak_bytes <= S->req->budget_bytes) {
+		snprintf(p->note, sizeof(p->note), "liveness fits: nothing to checkpoint");
+		return 0;
+	}
+	n = pl_forward_cuts(S, &cuts);
+	ckpt = mp_xcalloc(S->nt + 1, 1);
+	m = choose(S, cuts, n, ckpt);
+	drop_all_but(S, ckpt);
+	free(cuts);
+	free(ckpt);
+	p->iterations++;
+	if (pl_build(S, err) < 0)
+		return -1;
+	snprintf(p->note, sizeof(p->note), "%s: %u checkpoints kept, every other activation rebuilt once", what, m);
+	return 0;
+}
+
+/* Every ceil(sqrt(n))-th forward op, at the first cut at or after it. */
+static uint32_t choose_sqrt(const struct pl_state *S, const int32_t *cuts, uint32_t n, uint8_t *ckpt)
+{
+	uint32_t nf = S->r->n_fwd, seg = (uint32_t)ceil(sqrt((double)nf)), last = 0, m = 0;
+
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t at = S->r->pos[S->net->tensors[cuts[k]].producer];
+
+		if (at >= last + seg) {
+			ckpt[cuts[k]] = 1;
+			last = at;
+			m++;
+		}
+	}
+	return m;
+}
+
+static bool ends_block(const struct pl_state *S, int32_t t)
+{
+	for (uint32_t j = S->fw_start[t]; j < S->fw_start[t + 1]; j++) {
+		enum mp_layer_type ty = S->net->ops[S->fw_list[j]].type;
+
+		if (ty == MP_L_ADD || ty == MP_L_CONCAT || ty == MP_L_POOL)
+			return true;
+	}
+	return false;
+}
+
+static uint32_t choose_blocks(const struct pl_state *S, const int32_t *cuts, uint32_t n, uint8_t *ckpt)
+{
+	uint32_t m = 0;
+
+	for (uint32_t k = 0; k < n; k++)
+		m += ends_block(S, cuts[k]);
+	for (uint32_t k = 0; k < n; k++)
+		ckpt[cuts[k]] = m < 2 || ends_block(S, cuts[k]);
+	return m < 2 ? n : m;
+}
+
+int plan_chen(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
+{
+	return checkpoint_plan(S, p, "sqrt(n) checkpoints", choose_sqrt, err);
+}
+
+int plan_blocks(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
+{
+	return checkpoint_plan(S, p, "a checkpoint per block", choose_blocks, err);
+}

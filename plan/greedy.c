@@ -1,0 +1,461 @@
+/*
+ * greedy: at each peak in turn, free the excess by the cheapest means per
+ * byte, any op's output included (DTR's heuristic, Kirisame et al. 2021,
+ * made static from the simulator's peaks as Capuchin does).  Per tensor
+ * resident at the peak, the means are:
+ *   drop    rebuild it before its first backward reader and keep it to its
+ *           last (cost: re-running its forward writers, plus the rebuild of
+ *           its dropped inputs, DTR's evicted neighbourhood)
+ *   unkeep  a rebuilt tensor waiting for a later reader is dropped again
+ *           after the reader it was rebuilt for and rebuilt once more
+ *   swap    when both copies hide in the gap around the peak (Capuchin's
+ *           rule), each engine's copies of the round queued (cost: ~0)
+ * Candidates are taken by cost per byte until their bytes cover the excess;
+ * the state is rebuilt and simulated; repeated until the budget holds or the
+ * peak stops coming down.  Then each drop that is no longer needed (most
+ * expensive first) is undone while the plan still fits.
+ * O(rounds * n); the undo pass is bounded to GR_UNDO_BUILDS builds.
+ */
+#include "planners.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum gr_how { GR_DROP, GR_UNKEEP, GR_SWAP };
+
+struct gr_pick {
+	struct pl_cand c;
+	double cost;       /* estimated milliseconds added */
+	enum gr_how how;
+};
+
+/* The most of an iteration's time each copy engine may be kept busy by
+ * swaps: beyond it the copies queue and their prefetches come late. */
+#define GR_LINK_LOAD 0.8
+
+/* Builds the undo pass may spend. */
+#define GR_UNDO_BUILDS 96
+
+static int by_cost_per_byte(const void *a, const void *b)
+{
+	const struct gr_pick *x = a, *y = b;
+	double cx = x->cost / (double)x->c.bytes, cy = y->cost / (double)y->c.bytes;
+
+	if (cx != cy)
+		return cx < cy ? -1 : 1;
+	if (x->c.gap_ms != y->c.gap_ms)
+		return x->c.gap_ms > y->c.gap_ms ? -1 : 1;
+	return x->c.t - y->c.t;
+}
+
+/*
+ * What dropping t costs: the rebuild re-runs t's forward writers, and first
+ * the dropped inputs they read (DTR's evicted neighbourhood); an input that
+ * is dead at the peak is kept alive until the rebuild, unless it may be
+ * dropped too (then it is rebuilt on the way, and what its writers read is
+ * kept alive instead).  Returns the bytes the rebuild keeps alive at the
+ * peak, *ms its estimated time; apply: mark the inputs dropped on the way.
+ * at_peak[x] says what is resident at the peak; what is counted is marked
+ * so that the round's later picks do not count it again.
+ */
+static uint64_t drop_effect(struct pl_state *S, uint8_t *at_peak, int32_t t, bool apply, double *ms)
+{
+	const struct mp_net *net = S->net;
+	uint64_t more = 0;
+
+	*ms = pl_rebuild_ms(S, t);
+	for (uint32_t j = S->fw_start[t]; j < S->fw_start[t + 1]; j++) {
+		const struct mp_op *w = &net->ops[S->fw_list[j]];
+
+		for (uint32_t k = 0; k < w->n_in; k++) {
+			int32_t x = w->in[k];
+
+			if (x == t || sched_persistent(&net->tensors[x]))
+				continue;
+			if (S->drop[x]) {
+				*ms += pl_rebuild_ms(S, x);
+			} else if (at_peak[x]) {
+				continue;
+			} else if (S->droppable[x]) {
+				/* dead at the peak: rebuilt on the way, from what its
+				 * writers read */
+				*ms += pl_rebuild_ms(S, x);
+				for (uint32_t i = S->fw_start[x]; i < S->fw_start[x + 1]; i++) {
+					const struct mp_op *v = &net->ops[S->fw_list[i]];
+
+					for (uint32_t q = 0; q < v->n_in; q++) {
+						int32_t y = v->in[q];
+
+						if (y != x && !at_peak[y] && !S->drop[y] && !sched_persistent(&net->tensors[y])) {
+							more += net->tensors[y].bytes;
+							at_peak[y] |= apply;
+						}
+					}
+				}
+				if (apply) {
+					S->drop[x] = 1;
+					S->keep[x] = 1;
+				}
+			} else {
+				more += net->tensors[x].bytes;
+				at_peak[x] |= apply;
+			}
+		}
+	}
+	return more;
+}
+
+/* The edits a planner makes, saved to be put back. */
+struct gr_saved {
+	uint8_t *drop, *keep, *host;
+	uint32_t *swap, *floor;
+};
+
+struct gr_ctx {
+	bool swaps;               /* may swap */
+	uint8_t *at_peak;         /* [nt] resident at the current peak */
+	uint8_t *tabu;            /* [nt] alone, raised the peak: never taken again */
+	int32_t last;             /* the round's last pick */
+	struct gr_saved before;   /* the state before the round, to undo one that
+				   * raised the peak */
+	uint32_t n_drop, n_unkeep, n_swap;
+	double link_out, link_in; /* ms of the swaps taken, per engine */
+};
+
+/* The picks of one round at the current peak.  Returns the count; *out
+ * malloc'd. */
+static uint32_t gather(struct pl_state *S, const struct gr_ctx *g, struct gr_pick **out)
+{
+	const struct mp_net *net = S->net;
+	const struct mp_device *dev = &S->req->device;
+	const struct mp_entry *e = S->entries;
+	struct pl_cand *c;
+	uint32_t n = pl_peak_candidates(S, true, &c), m = 0;
+	double tp = S->step_start[S->sim.peak_step];
+	struct gr_pick pick;
+
+	*out = mp_xmalloc((n + 1) * sizeof(**out));
+	for (uint32_t k = 0; k < n; k++) {
+		int32_t t = c[k].t;
+
+		if (g->tabu[t])
+			continue;
+		/* next read in backward: by a backward op or a rebuild */
+		bool bwd_use = c[k].next_use != UINT32_MAX &&
+			       (e[c[k].next_use].recompute || net->ops[e[c[k].next_use].op].phase != MP_PHASE_FWD);
+
+		if (c[k].rebuilt) {
+			double cost;
+
+			drop_effect(S, g->at_peak, t, false, &cost);
+			(*out)[m++] = (struct gr_pick){ c[k], cost, GR_UNKEEP };
+			continue;
+		}
+		pick = (struct gr_pick){ c[k], 1e300, GR_DROP };
+		if (!c[k].cross && S->droppable[t] && bwd_use) {
+			uint64_t more = drop_effect(S, g->at_peak, t, false, &pick.cost);
+
+			if (more < c[k].bytes)
+				pick.c.bytes = c[k].bytes - more;
+			else
+				pick.cost = 1e300;
+		}
+		if (g->swaps) {
+			double out_ms = device_copy_ms(dev, c[k].bytes, false), in_ms = device_copy_ms(dev, c[k].bytes, true);
+			bool hides;
+
+			if (c[k].cross) {
+				hides = c[k].gap_ms >= 1.1 * (out_ms + in_ms);
+			} else {
+				int32_t a = e[c[k].last_use].op;
+				double end_a = pl_entry_start(S, c[k].last_use) + sched_op_ms(net, a, S->algo[a]);
+
+				hides = tp - end_a >= 1.1 * out_ms && pl_entry_start(S, c[k].next_use) - tp >= 1.1 * in_ms;
+			}
+			/* the engines' load over the iteration stays under GR_LINK_LOAD */
+			hides = hides && g->link_out + out_ms <= GR_LINK_LOAD * S->sim.time_ms &&
+				g->link_in + in_ms <= GR_LINK_LOAD * S->sim.time_ms;
+			if (hides && 1e-3 * (out_ms + in_ms) < pick.cost)
+				pick = (struct gr_pick){ c[k], 1e-3 * (out_ms + in_ms), GR_SWAP };
+		}
+		if (pick.cost < 1e300)
+			(*out)[m++] = pick;
+	}
+	free(c);
+	return m;
+}
+
+static void peak_set(const struct pl_state *S, uint8_t *at_peak)
+{
+	memset(at_peak, 0, S->nt);
+	for (uint32_t k = 0; k < S->sim.n_peak_tensors; k++)
+		at_peak[S->sim.peak_tensors[k]] = 1;
+}
+
+static uint32_t greedy_round(struct pl_state *S, struct gr_ctx *g, uint64_t excess)
+{
+	const struct mp_device *dev = &S->req->device;
+	struct gr_pick *pk;
+	uint32_t n, m = 0;
+	uint64_t got = 0;
+	double q_out = 0, q_in = 0; /* copies taken this round, queued on each engine */
+
+	peak_set(S, g->at_peak);
+	n = gather(S, g, &pk);
+
+	qsort(pk, n, sizeof(*pk), by_cost_per_byte);
+	peak_set(S, g->at_peak);
+	for (uint32_t k = 0; k < n && got < excess; k++) {
+		const struct pl_cand *c = &pk[k].c;
+
+		switch (pk[k].how) {
+		case GR_DROP: {
+			double ms;
+
+			if (drop_effect(S, g->at_peak, c->t, true, &ms) >= S->net->tensors[c->t].bytes)
+				continue; /* an earlier pick of the round made it useless */
+			S->drop[c->t] = 1;
+			S->keep[c->t] = 1;
+			g->n_drop++;
+			break;
+		}
+		case GR_UNKEEP:
+			S->keep[c->t] = 0;
+			g->n_unkeep++;
+			break;
+		case GR_SWAP: {
+			double o = device_copy_ms(dev, c->bytes, false), i = device_copy_ms(dev, c->bytes, true);
+
+			/* the copies of this round share the engines: stop taking swaps
+			 * whose queue no longer fits the gap */
+			if (!c->cross && (q_out + o > c->gap_ms / 2 || q_in + i > c->gap_ms / 2))
+				continue;
+			q_out += o;
+			q_in += i;
+			g->link_out += o;
+			g->link_in += i;
+			pl_swap(S, c);
+			g->n_swap++;
+			break;
+		}
+		}
+		got += c->bytes;
+		g->last = c->t;
+		m++;
+	}
+	free(pk);
+	return m;
+}
+
+struct undo {
+	int32_t t;
+	double ms;
+};
+
+static int by_ms_desc(const void *a, const void *b)
+{
+	const struct undo *x = a, *y = b;
+
+	if (x->ms != y->ms)
+		return x->ms > y->ms ? -1 : 1;
+	return x->t - y->t;
+}
+
+/* Undo drops the plan does not need, the most expensive rebuild first, while
+ * it fits and gets no slower; at most GR_UNDO_BUILDS builds. */
+static int undo_drops(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, struct mp_error *err)
+{
+	uint32_t nd = 0, builds = 0;
+	struct undo *d = mp_xmalloc((S->nt + 1) * sizeof(*d));
+	double best = S->sim.time_ms;
+	bool last_kept = true;
+
+	for (uint32_t t = 0; t < S->nt; t++)
+		if (S->drop[t])
+			d[nd++] = (struct undo){ (int32_t)t, pl_rebuild_ms(S, (int32_t)t) };
+	qsort(d, nd, sizeof(*d), by_ms_desc);
+	for (uint32_t k = 0; k < nd && builds < GR_UNDO_BUILDS; k++) {
+		int32_t t = d[k].t;
+		uint8_t keep = S->keep[t];
+
+		S->drop[t] = 0;
+		S->keep[t] = 0;
+		builds++;
+		p->iterations++;
+		if (pl_build(S, err) < 0) {
+			free(d);
+			return -1;
+		}
+		last_kept = S->sim.peak_bytes <= S->req->budget_bytes && S->sim.time_ms <= best;
+		if (last_kept) {
+			best = S->sim.time_ms;
+			g->n_drop--;
+			continue;
+		}
+		S->drop[t] = 1;
+		S->keep[t] = keep;
+	}
+	free(d);
+	return last_kept ? 0 : pl_build(S, err);
+}
+
+static void saved_init(struct gr_saved *v, size_t n)
+{
+	v->drop = mp_xmalloc(n);
+	v->keep = mp_xmalloc(n);
+	v->host = mp_xmalloc(n);
+	v->swap = mp_xmalloc(n * sizeof(*v->swap));
+	v->floor = mp_xmalloc(n * sizeof(*v->floor));
+}
+
+static void saved_release(struct gr_saved *v)
+{
+	free(v->drop);
+	free(v->keep);
+	free(v->host);
+	free(v->swap);
+	free(v->floor);
+}
+
+/* Save S's edits into v, or (restore) put v's back. */
+static void snapshot(struct pl_state *S, struct gr_saved *v, bool restore)
+{
+	size_t n = S->nt;
+
+#define GR_COPY(a, b, sz) memcpy(restore ? (a) : (b), restore ? (b) : (a), (sz))
+	GR_COPY(S->drop, v->drop, n);
+	GR_COPY(S->keep, v->keep, n);
+	GR_COPY(S->host, v->host, n);
+	GR_COPY(S->swap_step, v->swap, n * sizeof(*S->swap_step));
+	GR_COPY(S->in_floor, v->floor, n * sizeof(*S->in_floor));
+#undef GR_COPY
+}
+
+/*
+ * Rounds until the budget holds.  A round that raises the peak (a rebuild
+ * chain that materialises more than it saved) is undone and tried again with
+ * half the bytes; a single pick that does is never taken again.
+ */
+static int greedy_run(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, struct mp_error *err)
+{
+	uint64_t best = UINT64_MAX;
+	uint32_t stale = 0, halve = 0;
+
+	if (pl_build(S, err) < 0)
+		return -1;
+	while (S->sim.peak_bytes > S->req->budget_bytes && p->iterations < PL_MAX_ROUNDS) {
+		uint64_t before = S->sim.peak_bytes, excess = before - S->req->budget_bytes;
+		struct gr_ctx keep_counts = *g;
+		uint32_t m;
+
+		if (S->sim.peak_bytes < best) {
+			best = S->sim.peak_bytes;
+			stale = 0;
+		} else if (++stale > PL_MAX_STALE_ROUNDS) {
+			break;
+		}
+		if (g->swaps && pl_delay_swapins(S)) {
+			p->iterations++;
+			if (pl_build(S, err) < 0)
+				return -1;
+			continue;
+		}
+		snapshot(S, &g->before, false);
+		m = greedy_round(S, g, halve < 63 ? (excess >> halve) | 1 : 1);
+		if (!m)
+			break;
+		p->iterations++;
+		if (pl_build(S, err) < 0)
+			return -1;
+		if (S->sim.peak_bytes <= before) {
+			halve = 0;
+			continue;
+		}
+		/* undo the round */
+		snapshot(S, &g->before, true);
+		g->n_drop = keep_counts.n_drop;
+		g->n_unkeep = keep_counts.n_unkeep;
+		g->n_swap = keep_counts.n_swap;
+		g->link_out = keep_counts.link_out;
+		g->link_in = keep_counts.link_in;
+		if (m == 1)
+			g->tabu[g->last] = 1;
+		else
+			halve++;
+		p->iterations++;
+		if (pl_build(S, err) < 0)
+			return -1;
+	}
+	if (S->sim.peak_bytes <= S->req->budget_bytes && g->n_drop)
+		return undo_drops(S, p, g, err);
+	return 0;
+}
+
+static int greedy_pass(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, struct mp_error *err)
+{
+	size_t n = S->nt + 1;
+	int rc;
+
+	g->at_peak = mp_xcalloc(n, 1);
+	g->tabu = mp_xcalloc(n, 1);
+	saved_init(&g->before, n);
+	rc = greedy_run(S, p, g, err);
+	free(g->at_peak);
+	free(g->tabu);
+	saved_release(&g->before);
+	return rc;
+}
+
+/* Is a's result better than b's: it fits where b does not, else it is
+ * faster when both fit, else lower. */
+static bool better(const struct pl_state *S, uint64_t peak_a, double ms_a, uint64_t peak_b, double ms_b)
+{
+	uint64_t B = S->req->budget_bytes;
+
+	if ((peak_a <= B) != (peak_b <= B))
+		return peak_a <= B;
+	return peak_a <= B ? ms_a < ms_b : peak_a < peak_b;
+}
+
+/* Two passes, recomputation alone and with swaps too: where the copies
+ * cannot keep up, swaps taken early block cheaper drops; the better wins. */
+int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
+{
+	struct gr_ctx g0 = { 0 }, g1 = { .swaps = true };
+	struct gr_saved first;
+	uint64_t peak0;
+	double ms0;
+	const struct gr_ctx *won;
+
+	S->prefetch = PL_PREFETCH_JIT;
+	if (greedy_pass(S, p, &g0, err) < 0)
+		return -1;
+	peak0 = S->sim.peak_bytes;
+	ms0 = S->sim.time_ms;
+	saved_init(&first, S->nt + 1);
+	snapshot(S, &first, false);
+	memset(S->drop, 0, S->nt);
+	memset(S->keep, 0, S->nt);
+	memset(S->host, 0, S->nt);
+	memset(S->in_floor, 0, S->nt * sizeof(*S->in_floor));
+	for (uint32_t t = 0; t < S->nt; t++)
+		S->swap_step[t] = UINT32_MAX;
+	won = &g1;
+	if (greedy_pass(S, p, &g1, err) < 0) {
+		saved_release(&first);
+		return -1;
+	}
+	if (better(S, peak0, ms0, S->sim.peak_bytes, S->sim.time_ms)) {
+		snapshot(S, &first, true);
+		won = &g0;
+		p->iterations++;
+		if (pl_build(S, err) < 0) {
+			saved_release(&first);
+			return -1;
+		}
+	}
+	saved_release(&first);
+	snprintf(p->note, sizeof(p->note), "%u tensors dropped and rebuilt (%u of them more than once), %u swapped, in %u rounds",
+		 won->n_drop, won->n_unkeep, won->n_swap, p->iterations);
+	return 0;
+}
