@@ -14,6 +14,7 @@
  * (2 MiB tensors, 0.01 ms ops): large enough that the real work fits inside
  * the modelled times, small enough that the whole file runs in a few seconds.
  */
+#include <glob.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,6 +305,97 @@ static void test_planners(void)
 			}
 			fix_release(&f);
 		}
+}
+
+/* The checkpointing planners' plans of every example, at 70, 50 and 33% of
+ * its liveness peak, run with every read checked: nothing lost, the peak the
+ * prediction.  Every size is divided by 1024 first (the proportions of
+ * parameters, activations and workspace stay), so the big examples hash
+ * megabytes, not gigabytes; plans that do not swap run at a tenth of their
+ * modelled time (with one engine, timing cannot move the peak); late runs
+ * (real work beyond the modelled times) are held to 2%. */
+static void test_checkpoint_planners(void)
+{
+	static const enum mp_planner pls[] = {
+		MP_PLANNER_GREEDY, MP_PLANNER_CHAIN, MP_PLANNER_CHEN, MP_PLANNER_BLOCKS,
+	};
+	static const int pct[] = { 70, 50, 33 };
+	glob_t g;
+	uint32_t runs = 0, recomputing = 0;
+
+	if (glob("examples/*.json", 0, NULL, &g) != 0) {
+		CHECK(!"examples found");
+		return;
+	}
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		const char *path = g.gl_pathv[i];
+		struct mp_error err = { "" };
+		struct fix f;
+		struct mp_schedule s;
+		struct mp_sim live;
+
+		if (fix_net(&f, path) < 0) {
+			CHECK(0);
+			continue;
+		}
+		for (uint32_t t = 0; t < f.net->n_tensors; t++)
+			f.net->tensors[t].bytes = (f.net->tensors[t].bytes + 1023) >> 10;
+		for (uint32_t o = 0; o < f.net->n_ops; o++)
+			for (uint32_t a = 0; a < f.net->ops[o].n_algos; a++)
+				f.net->ops[o].algos[a].workspace_bytes >>= 10;
+		sched_init(&s);
+		policy_build(f.net, &f.r, MP_STRAT_LIVENESS, &f.req.popts, &s, NULL);
+		CHECK(sim_run(f.net, &f.req.device, &s, &live, &err) == 0);
+		sched_release(&s);
+		for (unsigned b = 0; b < sizeof(pct) / sizeof(pct[0]); b++)
+			for (unsigned k = 0; k < sizeof(pls) / sizeof(pls[0]); k++) {
+				struct mp_exec_opts o;
+				struct mp_exec_result r;
+				char what[200];
+
+				snprintf(what, sizeof(what), "%s at %d%%, %s", path, pct[b], mp_planner_name(pls[k]));
+				f.req.budget_bytes = live.peak_bytes / 100 * pct[b];
+				f.req.ws_mode = MP_WS_DYNAMIC;
+				if (plan_run(f.net, &f.r, pls[k], &f.req, &f.p, &err) < 0) {
+					fprintf(stderr, "%s: %s\n", what, err.msg);
+					CHECK(0);
+					continue;
+				}
+				if (!f.p.fits)
+					continue;
+				plan_assign_arena(f.net, &f.p);
+				/* copies race compute only in plans that swap: those
+				 * run at the modelled times */
+				opts(&o, f.p.sim.n_swap_out || f.p.sim.n_swap_in ? 1.0 : 0.1, 1, 0);
+				if (run_clean(&f, &o, &r, what) < 0)
+					continue;
+				if (r.overruns == 0) {
+					CHECK_U64(r.peak_bytes, f.p.sim.peak_bytes);
+					exact_peaks++;
+				} else {
+					bool near = (double)r.peak_bytes <= (double)f.p.sim.peak_bytes * 1.02 &&
+						    (double)r.peak_bytes >= (double)f.p.sim.peak_bytes * 0.98;
+
+					if (!near)
+						fprintf(stderr, "%s: %u actions ran late (%.3f ms beyond the model): peak %llu B, predicted %llu B\n",
+							what, r.overruns, r.overrun_ms, (unsigned long long)r.peak_bytes,
+							(unsigned long long)f.p.sim.peak_bytes);
+					CHECK(near);
+					late_peaks++;
+				}
+				runs++;
+				recomputing += f.p.sim.n_recompute > 0;
+				exec_result_release(&r);
+			}
+		sim_release(&live);
+		fix_release(&f);
+	}
+	globfree(&g);
+	printf("  checkpointing planners: %u plans of the examples verified on the host, %u of them recomputing\n",
+	       runs, recomputing);
+	/* most budgets down to 50% are met, many by recomputation */
+	CHECK(runs >= 60);
+	CHECK(recomputing >= 35);
 }
 
 /* --- corrupted schedules -------------------------------------------------------- */
@@ -906,6 +998,7 @@ int main(void)
 	test_hash();
 	test_examples();
 	test_planners();
+	test_checkpoint_planners();
 	test_free_before_use();
 	test_swap_in_removed();
 	test_recompute_removed();
