@@ -155,7 +155,7 @@ static uint32_t checkpoint_swaps(const struct mp_net *net, const struct mp_polic
 		p = prev_ckpt[u];
 		if (p < (int64_t)bwd)
 			p = bwd;
-		(*swaps)[n++] = (struct mp_swap){ (int32_t)t, (uint32_t)a, (uint32_t)p, (uint32_t)u };
+		(*swaps)[n++] = (struct mp_swap){ (int32_t)t, (uint32_t)a, (uint32_t)p, (uint32_t)u, 0 };
 	}
 	free(last_fwd);
 	free(first_bwd);

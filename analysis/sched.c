@@ -179,13 +179,14 @@ void sched_emit(const struct mp_net *net, const struct mp_entry *e, uint32_t n_e
 	 * filled in reverse entry order by the backward pass) */
 	uint32_t *rel_start = mp_xcalloc(n_e + 1, sizeof(*rel_start)), n_rel = 0, cap_rel = 0;
 	int32_t *rel = NULL;
-	struct swap_index by_out, by_in, by_use;
+	struct swap_index by_out, by_in, by_use, by_wait;
 	uint8_t *gen_start;
 	uint32_t *gs_start = mp_xcalloc(n_e + 1, sizeof(*gs_start));
 
 	swap_index_build(&by_out, swaps, n_swaps, n_e, offsetof(struct mp_swap, out_after));
 	swap_index_build(&by_in, swaps, n_swaps, n_e, offsetof(struct mp_swap, in_at));
 	swap_index_build(&by_use, swaps, n_swaps, n_e, offsetof(struct mp_swap, use_at));
+	swap_index_build(&by_wait, swaps, n_swaps, n_e, offsetof(struct mp_swap, out_wait));
 	for (uint32_t s = 0; s < n_swaps; s++)
 		if (swaps[s].out_after == MP_SWAP_NONE)
 			host_start[swaps[s].tensor] = 1;
@@ -245,6 +246,9 @@ void sched_emit(const struct mp_net *net, const struct mp_entry *e, uint32_t n_e
 		const struct mp_op *op = &net->ops[e[i].op];
 		uint32_t rel_end = i == 0 ? n_rel : rel_start[i - 1];
 
+		for (uint32_t s = by_wait.start[i]; i && s < by_wait.start[i + 1]; s++)
+			if (swaps[by_wait.list[s]].out_after < i)
+				sched_push(out, MP_ACT_WAIT, -1, swaps[by_wait.list[s]].tensor, 0);
 		for (uint32_t s = by_in.start[i]; s < by_in.start[i + 1]; s++) {
 			int32_t t = swaps[by_in.list[s]].tensor;
 
@@ -294,6 +298,7 @@ void sched_emit(const struct mp_net *net, const struct mp_entry *e, uint32_t n_e
 	swap_index_release(&by_out);
 	swap_index_release(&by_in);
 	swap_index_release(&by_use);
+	swap_index_release(&by_wait);
 	free(gen_start);
 	free(gs_start);
 }

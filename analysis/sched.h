@@ -77,6 +77,8 @@ struct mp_swap {
 	uint32_t out_after;  /* entry after which it is swapped out (its last use) */
 	uint32_t in_at;      /* entry before which its swap-in is issued */
 	uint32_t use_at;     /* entry that next reads it: a wait goes before it */
+	uint32_t out_wait;   /* entry before which compute waits for the swap-out's
+			      * copy to end, so its memory is free there; 0: none */
 };
 
 /*
@@ -84,7 +86,8 @@ struct mp_swap {
  * front; every other tensor allocated before the entry that starts a
  * generation of it (its first write, or a recompute) and freed after its last
  * touch in that generation, unless a swap moves it out instead; workspace
- * around its op; swap_in and wait where the swaps say.  O(entries + uses).
+ * around its op; swap_in and wait where the swaps say (a wait for a swap-out
+ * first in its entry).  O(entries + uses).
  */
 void sched_emit(const struct mp_net *net, const struct mp_entry *e, uint32_t n_e,
 		const struct mp_swap *swaps, uint32_t n_swaps, struct mp_schedule *out);

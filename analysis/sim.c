@@ -313,6 +313,13 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 					tc = ready[t];
 				}
 				st[t] = ST_RESIDENT;
+			} else if (st[t] == ST_HOST && swapped_once[t]) {
+				/* compute waits for the swap-out's copy: its memory
+				 * is free from then on */
+				if (host_ready[t] > tc) {
+					out->stall_ms += host_ready[t] - tc;
+					tc = host_ready[t];
+				}
 			} else if (st[t] != ST_RESIDENT) {
 				mp_error_set(err, "schedule[%u] %s: nothing to wait for", i, act_label(net, a, lab, sizeof(lab)));
 				goto out;

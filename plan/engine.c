@@ -69,6 +69,7 @@ void pl_init(struct pl_state *S, const struct mp_net *net, const struct mp_route
 		S->swap_step[t] = UINT32_MAX;
 	S->host = mp_xcalloc(S->nt + 1, 1);
 	S->in_floor = mp_xcalloc(S->nt + 1, sizeof(*S->in_floor));
+	S->out_wait = mp_xcalloc(S->nt + 1, sizeof(*S->out_wait));
 	S->drop = mp_xcalloc(S->nt + 1, 1);
 	S->keep = mp_xcalloc(S->nt + 1, 1);
 	S->algo = mp_xmalloc((net->n_ops + 1) * sizeof(*S->algo));
@@ -86,6 +87,7 @@ void pl_release(struct pl_state *S)
 	free(S->swap_step);
 	free(S->host);
 	free(S->in_floor);
+	free(S->out_wait);
 	free(S->drop);
 	free(S->keep);
 	free(S->algo);
@@ -285,8 +287,8 @@ int pl_build(struct pl_state *S, struct mp_error *err)
 			if (first == UINT32_MAX)
 				continue;
 			mp_grow((void **)&sw, &cap_sw, n_sw + 2, sizeof(*sw));
-			sw[n_sw++] = (struct mp_swap){ (int32_t)t, MP_SWAP_NONE, trigger(S, e, ce, (int32_t)t, UINT32_MAX, first), first };
-			sw[n_sw++] = (struct mp_swap){ (int32_t)t, last, MP_SWAP_NONE, MP_SWAP_NONE };
+			sw[n_sw++] = (struct mp_swap){ (int32_t)t, MP_SWAP_NONE, trigger(S, e, ce, (int32_t)t, UINT32_MAX, first), first, 0 };
+			sw[n_sw++] = (struct mp_swap){ (int32_t)t, last, MP_SWAP_NONE, MP_SWAP_NONE, 0 };
 			continue;
 		}
 		if (S->swap_step[t] == UINT32_MAX)
@@ -296,7 +298,14 @@ int pl_build(struct pl_state *S, struct mp_error *err)
 		if (touched || a == UINT32_MAX || u == UINT32_MAX)
 			continue; /* the gap no longer holds that step: nothing to swap */
 		mp_grow((void **)&sw, &cap_sw, n_sw + 1, sizeof(*sw));
-		sw[n_sw++] = (struct mp_swap){ (int32_t)t, a, trigger(S, e, ce, (int32_t)t, a, u), u };
+		{
+			/* a wait for the swap-out, where the planner asked, between
+			 * the last use and the next */
+			uint32_t w = S->out_wait[t] && S->out_wait[t] < r->n ? ce[S->out_wait[t]] : 0;
+
+			sw[n_sw++] = (struct mp_swap){ (int32_t)t, a, trigger(S, e, ce, (int32_t)t, a, u), u,
+						       w > a && w <= u ? w : 0 };
+		}
 	}
 	sched_release(&S->sched);
 	sched_init(&S->sched);
@@ -416,6 +425,36 @@ uint32_t pl_delay_swapins(struct pl_state *S)
 		}
 	}
 	free(in);
+	return n;
+}
+
+uint32_t pl_wait_swapouts(struct pl_state *S)
+{
+	uint32_t n = 0, P = S->sim.peak_step, k = 0, i;
+	double *out_end = mp_xcalloc(S->nt + 1, sizeof(*out_end)), t_peak;
+
+	/* each tensor's swap-out copy issued before the peak's compute, and
+	 * when it ends (a later swap-in cancels it) */
+	for (i = 0; i < S->sched.n; i++) {
+		const struct mp_action *a = &S->sched.a[i];
+
+		if (a->kind == MP_ACT_COMPUTE && k++ == P)
+			break;
+		if (a->kind == MP_ACT_SWAP_OUT)
+			out_end[a->tensor] = a->end_ms;
+		else if (a->kind == MP_ACT_SWAP_IN)
+			out_end[a->tensor] = 0;
+	}
+	t_peak = i < S->sched.n ? S->sched.a[i].start_ms : S->sim.time_ms;
+	for (uint32_t q = 0; q < S->sim.n_peak_tensors && P > 0; q++) {
+		int32_t t = S->sim.peak_tensors[q];
+
+		if (out_end[t] > t_peak && S->swap_step[t] != UINT32_MAX && S->out_wait[t] != P) {
+			S->out_wait[t] = P;
+			n++;
+		}
+	}
+	free(out_end);
 	return n;
 }
 

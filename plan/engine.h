@@ -24,6 +24,9 @@ struct pl_state {
 	uint32_t nt;
 	uint32_t *swap_step;  /* [nt] route step inside the swapped gap; UINT32_MAX: none */
 	uint8_t *host;        /* [nt] persistent tensor kept on the host between iterations */
+	uint32_t *out_wait;   /* [nt] route step before which compute waits for the
+			       * swap-out to end (0: none): memory freed in time at
+			       * a peak the copy would otherwise miss */
 	uint32_t *in_floor;   /* [nt] route step before which its swap-in may not be
 			       * issued (0: no floor): a swap-in that lands at a peak
 			       * is delayed past it, trading memory for a stall */
@@ -84,6 +87,10 @@ void pl_swap(struct pl_state *S, const struct pl_cand *c);
 /* Delay the swap-ins resident at the current peak that are not used there
  * until after it.  Returns how many were delayed (then rebuild). */
 uint32_t pl_delay_swapins(struct pl_state *S);
+/* Make compute wait, before the peak's step, for the swap-outs still copying
+ * there (their memory is released only when the copy ends): memory bought
+ * with a stall.  Returns how many (then rebuild). */
+uint32_t pl_wait_swapouts(struct pl_state *S);
 
 /* Copy the state's result into a plan (moves the schedule and simulation). */
 void pl_take(struct pl_state *S, struct mp_plan *p);

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum gr_how { GR_DROP, GR_UNKEEP, GR_SWAP };
+enum gr_how { GR_DROP, GR_UNKEEP, GR_SWAP, GR_SWAP_WAIT };
 
 struct gr_pick {
 	struct pl_cand c;
@@ -108,7 +108,7 @@ static uint64_t drop_effect(struct pl_state *S, uint8_t *at_peak, int32_t t, boo
 /* The edits a planner makes, saved to be put back. */
 struct gr_saved {
 	uint8_t *drop, *keep, *host;
-	uint32_t *swap, *floor;
+	uint32_t *swap, *floor, *wait;
 };
 
 struct gr_ctx {
@@ -164,19 +164,24 @@ static uint32_t gather(struct pl_state *S, const struct gr_ctx *g, struct gr_pic
 			double out_ms = device_copy_ms(dev, c[k].bytes, false), in_ms = device_copy_ms(dev, c[k].bytes, true);
 			bool hides;
 
+			double stall = 0;
+
 			if (c[k].cross) {
 				hides = c[k].gap_ms >= 1.1 * (out_ms + in_ms);
 			} else {
 				int32_t a = e[c[k].last_use].op;
 				double end_a = pl_entry_start(S, c[k].last_use) + sched_op_ms(net, a, S->algo[a]);
 
-				hides = tp - end_a >= 1.1 * out_ms && pl_entry_start(S, c[k].next_use) - tp >= 1.1 * in_ms;
+				/* a swap-out that would end after the peak is waited for */
+				hides = pl_entry_start(S, c[k].next_use) - tp >= 1.1 * in_ms;
+				if (end_a + 1.1 * out_ms > tp)
+					stall = end_a + 1.1 * out_ms - tp;
 			}
 			/* the engines' load over the iteration stays under GR_LINK_LOAD */
 			hides = hides && g->link_out + out_ms <= GR_LINK_LOAD * S->sim.time_ms &&
 				g->link_in + in_ms <= GR_LINK_LOAD * S->sim.time_ms;
-			if (hides && 1e-3 * (out_ms + in_ms) < pick.cost)
-				pick = (struct gr_pick){ c[k], 1e-3 * (out_ms + in_ms), GR_SWAP };
+			if (hides && stall + 1e-3 * (out_ms + in_ms) < pick.cost)
+				pick = (struct gr_pick){ c[k], stall + 1e-3 * (out_ms + in_ms), stall > 0 ? GR_SWAP_WAIT : GR_SWAP };
 		}
 		if (pick.cost < 1e300)
 			(*out)[m++] = pick;
@@ -223,18 +228,21 @@ static uint32_t greedy_round(struct pl_state *S, struct gr_ctx *g, uint64_t exce
 			S->keep[c->t] = 0;
 			g->n_unkeep++;
 			break;
-		case GR_SWAP: {
+		case GR_SWAP:
+		case GR_SWAP_WAIT: {
 			double o = device_copy_ms(dev, c->bytes, false), i = device_copy_ms(dev, c->bytes, true);
 
 			/* the copies of this round share the engines: stop taking swaps
 			 * whose queue no longer fits the gap */
-			if (!c->cross && (q_out + o > c->gap_ms / 2 || q_in + i > c->gap_ms / 2))
+			if (!c->cross && (q_out + o > c->gap_ms / 2 || q_in + i > c->gap_ms / 2) && pk[k].how == GR_SWAP)
 				continue;
 			q_out += o;
 			q_in += i;
 			g->link_out += o;
 			g->link_in += i;
 			pl_swap(S, c);
+			if (pk[k].how == GR_SWAP_WAIT)
+				S->out_wait[c->t] = S->sim.peak_step;
 			g->n_swap++;
 			break;
 		}
@@ -306,6 +314,7 @@ static void saved_init(struct gr_saved *v, size_t n)
 	v->host = mp_xmalloc(n);
 	v->swap = mp_xmalloc(n * sizeof(*v->swap));
 	v->floor = mp_xmalloc(n * sizeof(*v->floor));
+	v->wait = mp_xmalloc(n * sizeof(*v->wait));
 }
 
 static void saved_release(struct gr_saved *v)
@@ -315,6 +324,7 @@ static void saved_release(struct gr_saved *v)
 	free(v->host);
 	free(v->swap);
 	free(v->floor);
+	free(v->wait);
 }
 
 /* Save S's edits into v, or (restore) put v's back. */
@@ -328,6 +338,7 @@ static void snapshot(struct pl_state *S, struct gr_saved *v, bool restore)
 	GR_COPY(S->host, v->host, n);
 	GR_COPY(S->swap_step, v->swap, n * sizeof(*S->swap_step));
 	GR_COPY(S->in_floor, v->floor, n * sizeof(*S->in_floor));
+	GR_COPY(S->out_wait, v->wait, n * sizeof(*S->out_wait));
 #undef GR_COPY
 }
 
@@ -438,6 +449,7 @@ int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 	memset(S->keep, 0, S->nt);
 	memset(S->host, 0, S->nt);
 	memset(S->in_floor, 0, S->nt * sizeof(*S->in_floor));
+	memset(S->out_wait, 0, S->nt * sizeof(*S->out_wait));
 	for (uint32_t t = 0; t < S->nt; t++)
 		S->swap_step[t] = UINT32_MAX;
 	won = &g1;

@@ -71,13 +71,19 @@ int pl_rounds(struct pl_state *S, struct mp_plan *p, pl_round_fn round_fn, void 
 		struct pl_cand *c;
 		uint32_t n, m;
 
-		/* give up when the peak has not come down for a while: the
-		 * copies cannot keep up, more swaps only move it around */
+		/* when the peak has not come down for a while the copies
+		 * cannot keep up: wait for the late swap-outs, else give up */
 		if (S->sim.peak_bytes < best) {
 			best = S->sim.peak_bytes;
 			stale = 0;
 		} else if (++stale > PL_MAX_STALE_ROUNDS) {
-			break;
+			if (!pl_wait_swapouts(S))
+				break;
+			stale = 0;
+			p->iterations++;
+			if (pl_build(S, err) < 0)
+				return -1;
+			continue;
 		}
 
 		/* a prefetch landing at the peak is moved after it first */
@@ -90,7 +96,8 @@ int pl_rounds(struct pl_state *S, struct mp_plan *p, pl_round_fn round_fn, void 
 		n = pl_peak_candidates(S, false, &c);
 		m = round_fn(S, c, n, S->sim.peak_bytes - S->req->budget_bytes, ctx);
 		free(c);
-		if (!m)
+		/* nothing left to move: wait for the swap-outs still copying */
+		if (!m && !(m = pl_wait_swapouts(S)))
 			break;
 		p->iterations++;
 		if (pl_build(S, err) < 0)

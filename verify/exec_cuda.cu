@@ -1031,6 +1031,12 @@ static int do_wait(struct cx *X, uint32_t i)
 			return -1;
 		return 0;
 	}
+	if (T->ls == LS_OUT && T->at_out >= 0) {
+		/* for its swap-out's copy (issued at once on the d2h stream):
+		 * the memory is free from its end on */
+		return record(X, EV_S, i, X->cs) < 0 || wait_ev(X, X->cs, ev(X, EV_E, (uint32_t)T->at_out), i) < 0 ||
+		       record(X, EV_E, i, X->cs) < 0 ? -1 : 0;
+	}
 	if (T->ls != LS_IN) {
 		fail(X, i, "nothing to wait for");
 		return -1;

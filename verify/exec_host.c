@@ -830,6 +830,19 @@ static int do_wait(struct exec *X, uint32_t i)
 		log_ev(X, X->tc, 2 * i, 0, -1);
 		return 0;
 	}
+	if (T->ls == LS_OUT && T->at_out >= 0) {
+		/* for its swap-out's copy: the memory is free from its end on */
+		while (!X->done[T->at_out] && !X->abort)
+			pthread_cond_wait(&X->cv, &X->mu);
+		if (X->abort)
+			return -1;
+		X->tc = fmax(X->tc, X->ve[T->at_out]);
+		X->stall[i] = (X->tc - t0) * X->o.time_scale;
+		X->stall_ms += X->stall[i];
+		X->vs[i] = X->ve[i] = X->tc;
+		log_ev(X, X->tc, 2 * i, 0, -1);
+		return 0;
+	}
 	if (T->ls != LS_IN) {
 		fail_locked(X, i, "nothing to wait for");
 		return -1;

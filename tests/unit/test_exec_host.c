@@ -270,7 +270,7 @@ static void test_planners(void)
 		{ "examples/chain.json", 64 << 10 }, { "examples/chain.json", 14 << 10 },
 		{ "examples/chain.json", 13 << 10 }, { "examples/inplace-relu.json", 13 << 10 },
 		{ "examples/workspace.json", 20 << 10 }, { "examples/residual.json", 14 << 10 },
-		{ "examples/tiny.json", 8 << 20 },
+		{ "examples/tiny.json", 8 << 20 }, { "examples/swap-wait.json", 10752 },
 	};
 
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)

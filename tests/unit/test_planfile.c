@@ -704,22 +704,42 @@ static void test_reader_errors(void)
 	}
 	json_decref(j);
 
-	/* a swap-in removed: its wait has nothing to wait for */
+	/* a swap-in removed: its wait now waits for the swap-out (legal), and
+	 * the read after it finds the tensor on the host */
 	j = json_deep_copy(good);
 	s = sched_of(j);
 	for (i = 0; i < json_array_size(s) && strcmp(entry_name(json_array_get(s, i), "action"), "swap_in"); i++)
 		;
 	CHECK(i < json_array_size(s));
 	{
-		const char *t = entry_name(json_array_get(s, i), "tensor");
-		size_t w;
+		char t[128];
+		const char *got;
 
-		for (w = i + 1; w < json_array_size(s); w++)
-			if (!strcmp(entry_name(json_array_get(s, w), "action"), "wait") &&
-			    !strcmp(entry_name(json_array_get(s, w), "tensor"), t))
-				break;
-		snprintf(want, sizeof(want), "schedule[%zu] wait '%s': nothing to wait for", w - 1, t);
+		snprintf(t, sizeof(t), "%s", entry_name(json_array_get(s, i), "tensor"));
+		snprintf(want, sizeof(want), "reads '%s', which is swapped out", t);
 		json_array_remove(s, i);
+		got = read_back(j);
+		CHECK(strstr(got, want) != NULL);
+		if (!strstr(got, want))
+			fprintf(stderr, "got '%s', want '...%s'\n", got, want);
+	}
+	json_decref(j);
+	/* a wait on a tensor that is neither being copied nor resident */
+	j = json_deep_copy(good);
+	s = sched_of(j);
+	for (i = 0; i < json_array_size(s) && strcmp(entry_name(json_array_get(s, i), "action"), "free"); i++)
+		;
+	CHECK(i < json_array_size(s));
+	{
+		char t[128];
+		json_t *w;
+
+		snprintf(t, sizeof(t), "%s", entry_name(json_array_get(s, i), "tensor"));
+		w = json_deep_copy(json_array_get(s, i));
+
+		json_object_set_new(w, "action", json_string("wait"));
+		json_array_insert_new(s, i + 1, w);
+		snprintf(want, sizeof(want), "schedule[%zu] wait '%s': nothing to wait for", i + 1, t);
 		CHECK_STR(read_back(j), want);
 	}
 	json_decref(j);

@@ -268,6 +268,53 @@ static void test_swap_uncovered(const struct mp_net *net)
 }
 
 /* Schedules the simulator must refuse, each with the message it must give. */
+/* A wait on a swapped-out tensor: compute stalls until the swap-out's copy
+ * ends, and the memory is free for what comes after.  As test_swap_timing,
+ * with "wait a" right after the swap-out:
+ *   swap_out a 3.0 to 3.5; compute stalls 0.5 ms: r1 3.5-3.8, r2 3.8-4.1;
+ *   swap_in a issued at 4.1 (a on the host since 3.5): 4.1 to 4.6; r3
+ *   4.1-4.4; the second wait stalls 0.2 ms; s 4.6-5.1.
+ * r1's step no longer holds a: b 1000 + c1 100 = 1100 (5100 without the
+ * wait); the peak is q's a + b = 5000. */
+static void test_swap_out_wait(const struct mp_net *net)
+{
+	static const char *const lines[] = {
+		"alloc a", "compute p", "alloc b", "compute q",
+		"swap_out a", "wait a",                 /* [4], [5] */
+		"alloc c1", "compute r1",               /* r1 at [7] */
+		"free b", "alloc c2", "compute r2", "free c1",
+		"swap_in a",                            /* [12] */
+		"alloc c3", "compute r3", "free c2",
+		"wait a",                               /* [16] */
+		"alloc d", "compute s",                 /* s at [18] */
+		"free a", "free c3", "free d", NULL };
+	struct mp_schedule s;
+	struct mp_sim sim;
+	struct mp_error err;
+
+	CHECK(simulate(net, lines, &s, &sim, &err) == 0);
+	if (err.msg[0])
+		fprintf(stderr, "swap-out wait: %s\n", err.msg);
+	if (sim.n_steps != 6) {
+		CHECK(sim.n_steps == 6);
+		goto out;
+	}
+	CHECK_NEAR(s.a[4].end_ms, 3.5, 1e-9);
+	CHECK_NEAR(s.a[5].end_ms, 3.5, 1e-9);
+	CHECK_NEAR(s.a[7].start_ms, 3.5, 1e-9);
+	CHECK_NEAR(s.a[12].start_ms, 4.1, 1e-9);
+	CHECK_NEAR(s.a[12].end_ms, 4.6, 1e-9);
+	CHECK_NEAR(s.a[18].start_ms, 4.6, 1e-9);
+	CHECK_NEAR(sim.stall_ms, 0.7, 1e-9);
+	CHECK_NEAR(sim.time_ms, 5.1, 1e-9);
+	CHECK_U64(sim.steps[2].bytes, 1100);
+	CHECK_U64(sim.peak_bytes, 5000);
+	CHECK_U64(sim.peak_step, 1);
+out:
+	sim_release(&sim);
+	sched_release(&s);
+}
+
 static void test_rejects(const struct mp_net *net)
 {
 	/* a is freed after q, then s reads it */
@@ -535,6 +582,7 @@ int main(void)
 	if (net) {
 		test_swap_timing(net);
 		test_swap_uncovered(net);
+		test_swap_out_wait(net);
 		test_rejects(net);
 		test_recompute_ok(net);
 		test_free_order(net);
