@@ -11,6 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Memory-centric recomputation re-runs a segment for each of its backward
+ * ops: quadratic in its length.  A segment longer than this many forward ops
+ * (a net without checkpoint layers: transformers, LSTMs, MLPs) ends at the
+ * next cut of the forward graph instead, so analysis stays near-linear. */
+#define POLICY_MAX_SEGMENT 8
+
 static const char *const strat_names[MP_STRAT__COUNT] = {
 	"baseline", "liveness", "offload", "recompute",
 };
@@ -213,6 +219,8 @@ struct rc_state {
 	const struct mp_net *net;
 	struct writers w;
 	uint8_t *dropped, *avail, *temp, *on_stack;
+	uint8_t *cut_kept;     /* [nt] cuts that end an over-long segment */
+	uint32_t max_e;        /* stop past this many entries (0: no limit) */
 	const uint8_t *keep;   /* the caller's keep set: each rebuilt tensor's own
 				* flag says whether it is dropped after the reader */
 	int32_t *tmp_list;
@@ -325,7 +333,7 @@ static void ensure(struct rc_state *S, int32_t target, bool temporary)
  */
 static uint32_t recompute_core(const struct mp_net *net, const struct mp_route *r,
 			       const struct mp_policy_opts *o, const uint8_t *dropped_in,
-			       const uint8_t *keep_in, struct mp_entry **entries,
+			       const uint8_t *keep_in, uint32_t max_entries, struct mp_entry **entries,
 			       struct mp_recompute_info *info, uint8_t *dropped_out,
 			       uint8_t *keep_out)
 {
@@ -337,6 +345,7 @@ static uint32_t recompute_core(const struct mp_net *net, const struct mp_route *
 	uint64_t *seg_bytes, *seg_lb;
 	uint8_t *speed;
 	S.net = net;
+	S.max_e = max_entries;
 	writers_build(net, r, &S.w);
 	S.dropped = mp_xcalloc(nt, 1);
 	S.avail = mp_xcalloc(nt, 1);
@@ -344,12 +353,33 @@ static uint32_t recompute_core(const struct mp_net *net, const struct mp_route *
 	S.on_stack = mp_xcalloc(nt, 1);
 	S.tmp_list = mp_xmalloc((nt + 1) * sizeof(*S.tmp_list));
 	S.stack = mp_xmalloc((nt + 1) * sizeof(*S.stack));
-	/* segments: forward ops between consecutive checkpoints */
-	n_seg = 0;
-	for (uint32_t i = 0; i < r->n_fwd; i++) {
-		if (is_checkpoint(net, o, r->op[i]))
-			n_seg++;
-		seg_of_op[r->op[i]] = n_seg;
+	/* segments: forward ops between consecutive checkpoints, and a segment
+	 * longer than POLICY_MAX_SEGMENT ends at the next cut of the forward
+	 * graph, which is kept as a checkpoint's output is (never dropped) */
+	S.cut_kept = mp_xcalloc(nt + 1, 1);
+	{
+		uint32_t *at = mp_xmalloc((r->n_fwd + 1) * sizeof(*at)), nb, b = 0, len = 0;
+		int32_t *in = mp_xmalloc((2 * r->n_fwd + 2) * sizeof(*in));
+
+		nb = dropped_in ? 0 : route_bounds(net, r, 1, at, in);
+		n_seg = 0;
+		for (uint32_t i = 0; i < r->n_fwd; i++) {
+			if (is_checkpoint(net, o, r->op[i])) {
+				n_seg++;
+				len = 0;
+			}
+			seg_of_op[r->op[i]] = n_seg;
+			len++;
+			while (b < nb && at[b] < i)
+				b++;
+			if (b < nb && at[b] == i && len >= POLICY_MAX_SEGMENT) {
+				S.cut_kept[in[2 * b]] = 1;
+				n_seg++;
+				len = 0;
+			}
+		}
+		free(at);
+		free(in);
 	}
 	n_seg++;
 	/* forward ops of each segment, in route order (CSR) */
@@ -405,7 +435,7 @@ static uint32_t recompute_core(const struct mp_net *net, const struct mp_route *
 			for (uint32_t m = 0; m < fop->n_out; m++) {
 				int32_t t = fop->out[m];
 				const struct mp_tensor *x = &net->tensors[t];
-				int ok = need[t] != UINT32_MAX && !S.dropped[t] && x->kind == MP_TK_ACTIVATION &&
+				int ok = need[t] != UINT32_MAX && !S.dropped[t] && !S.cut_kept[t] && x->kind == MP_TK_ACTIVATION &&
 					 !sched_persistent(x) && S.w.list[S.w.start[t]] == (uint32_t)r->op[i];
 
 				for (uint32_t j = S.w.start[t]; ok && j < S.w.start[t + 1]; j++) {
@@ -511,6 +541,12 @@ decided:
 			ensure(&S, t, !speed[sg]);
 		}
 		push_entry(&S, r->op[i], false);
+		if (S.max_e && S.n_e > S.max_e) {
+			free(S.e);
+			S.e = NULL;
+			S.n_e = UINT32_MAX;
+			break;
+		}
 		/* memory-centric results are dropped again after their reader */
 		while (S.n_tmp) {
 			int32_t t = S.tmp_list[--S.n_tmp];
@@ -519,7 +555,7 @@ decided:
 			S.temp[t] = 0;
 		}
 	}
-	if (info)
+	if (info && S.n_e != UINT32_MAX)
 		info->extra_ops = S.n_e - r->n;
 	*entries = S.e;
 	if (dropped_out)
@@ -540,19 +576,20 @@ decided:
 	free(S.avail);
 	free(S.temp);
 	free(S.on_stack);
+	free(S.cut_kept);
 	free(S.tmp_list);
 	free(S.stack);
 	return S.n_e;
 }
 
 uint32_t policy_recompute_seq(const struct mp_net *net, const struct mp_route *r,
-			      const uint8_t *dropped, const uint8_t *keep,
+			      const uint8_t *dropped, const uint8_t *keep, uint32_t max_entries,
 			      struct mp_entry **entries)
 {
 	struct mp_policy_opts o;
 
 	policy_opts_default(&o);
-	return recompute_core(net, r, &o, dropped, keep, entries, NULL, NULL, NULL);
+	return recompute_core(net, r, &o, dropped, keep, max_entries, entries, NULL, NULL, NULL);
 }
 
 void policy_recompute_set(const struct mp_net *net, const struct mp_route *r,
@@ -560,7 +597,7 @@ void policy_recompute_set(const struct mp_net *net, const struct mp_route *r,
 {
 	struct mp_entry *e = NULL;
 
-	recompute_core(net, r, o, NULL, NULL, &e, NULL, dropped, keep);
+	recompute_core(net, r, o, NULL, NULL, 0, &e, NULL, dropped, keep);
 	free(e);
 }
 
@@ -570,7 +607,7 @@ static void build_recompute(const struct mp_net *net, const struct mp_route *r,
 {
 	struct mp_entry *e = NULL;
 	struct mp_swap *swaps;
-	uint32_t n_e = recompute_core(net, r, o, NULL, NULL, &e, info, NULL, NULL), n_swaps;
+	uint32_t n_e = recompute_core(net, r, o, NULL, NULL, 0, &e, info, NULL, NULL), n_swaps;
 
 	n_swaps = checkpoint_swaps(net, o, e, n_e, r->n_fwd, &swaps);
 	sched_emit(net, e, n_e, swaps, n_swaps, out);

@@ -6,7 +6,9 @@
  * O(ops + tensor uses * writers + E log E) for the child sort.
  */
 #include "route.h"
+#include "sched.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -354,4 +356,85 @@ void route_release(struct mp_route *r)
 	free(r->op);
 	free(r->pos);
 	memset(r, 0, sizeof(*r));
+}
+
+/* From sums of (t + 1) and (t + 1)^2 over the tensors crossing each boundary
+ * (exact modulo 2^64 while at most two cross). */
+uint32_t route_bounds(const struct mp_net *net, const struct mp_route *r, uint32_t k, uint32_t *at, int32_t *in)
+{
+	uint32_t nf = r->n_fwd, nt = net->n_tensors, n = 0;
+	uint32_t *first = mp_xmalloc((nt + 1) * sizeof(*first)), *last = mp_xcalloc(nt + 1, sizeof(*last));
+	uint32_t *last_w = mp_xcalloc(nt + 1, sizeof(*last_w)); /* last forward step writing t, + 1 */
+	int64_t *cnt = mp_xcalloc(nf + 1, sizeof(*cnt));
+	uint64_t *s1 = mp_xcalloc(nf + 1, sizeof(*s1)), *s2 = mp_xcalloc(nf + 1, sizeof(*s2));
+	int64_t c = 0;
+	uint64_t a1 = 0, a2 = 0;
+
+	for (uint32_t t = 0; t < nt; t++)
+		first[t] = UINT32_MAX;
+	for (uint32_t i = 0; i < nf; i++) {
+		const struct mp_op *op = &net->ops[r->op[i]];
+
+		for (uint32_t q = 0; q < op->n_in + op->n_out; q++) {
+			int32_t t = q < op->n_in ? op->in[q] : op->out[q - op->n_in];
+
+			if (q >= op->n_in)
+				last_w[t] = i + 1;
+			if (sched_persistent(&net->tensors[t]) || net->tensors[t].kind == MP_TK_WORKSPACE)
+				continue;
+			if (first[t] == UINT32_MAX)
+				first[t] = i;
+			last[t] = i;
+		}
+	}
+	for (uint32_t t = 0; t < nt; t++)
+		if (first[t] != UINT32_MAX && first[t] < last[t]) {
+			uint64_t v = (uint64_t)t + 1;
+
+			cnt[first[t]]++;
+			cnt[last[t]]--;
+			s1[first[t]] += v;
+			s1[last[t]] -= v;
+			s2[first[t]] += v * v;
+			s2[last[t]] -= v * v;
+		}
+	for (uint32_t b = 0; b + 1 < nf; b++) {
+		int32_t x[2] = { -1, -1 };
+		bool ok = true;
+
+		c += cnt[b];
+		a1 += s1[b];
+		a2 += s2[b];
+		if (c < 1 || (uint64_t)c > k)
+			continue;
+		if (c == 1) {
+			x[0] = (int32_t)(a1 - 1);
+		} else {
+			/* a + b = a1, a^2 + b^2 = a2: (a - b)^2 = 2 a2 - a1^2 */
+			uint64_t d2 = 2 * a2 - a1 * a1, d = (uint64_t)sqrt((double)d2);
+
+			while (d * d > d2)
+				d--;
+			while ((d + 1) * (d + 1) <= d2)
+				d++;
+			x[0] = (int32_t)((a1 + d) / 2 - 1);
+			x[1] = (int32_t)((a1 - d) / 2 - 1);
+		}
+		/* each written for the last time at or before b */
+		for (int q = 0; q < 2 && ok; q++)
+			ok = x[q] < 0 || (last_w[x[q]] && last_w[x[q]] - 1 <= b);
+		if (!ok)
+			continue;
+		at[n] = b;
+		in[2 * n] = x[0];
+		in[2 * n + 1] = x[1];
+		n++;
+	}
+	free(first);
+	free(last);
+	free(last_w);
+	free(cnt);
+	free(s1);
+	free(s2);
+	return n;
 }

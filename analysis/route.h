@@ -23,4 +23,16 @@ struct mp_route {
 int route_build(const struct mp_net *net, struct mp_route *r, struct mp_error *err);
 void route_release(struct mp_route *r);
 
+/*
+ * The forward step boundaries that at most k (1 or 2) tensors cross, and
+ * those tensors: boundary b lies between forward steps b and b + 1, and what
+ * steps after it read of steps before it is those few tensors (persistent
+ * ones aside), each written for the last time at or before b.  k = 1 gives
+ * the forward graph's cuts (its articulation points: ResNet and transformer
+ * blocks).  at[] (caller's, [n_fwd]) gets the boundaries in order, in[2 i],
+ * in[2 i + 1] (caller's, [2 n_fwd]) the tensors (-1: none).  Returns the
+ * count.  O(ops + uses).
+ */
+uint32_t route_bounds(const struct mp_net *net, const struct mp_route *r, uint32_t k, uint32_t *at, int32_t *in);
+
 #endif

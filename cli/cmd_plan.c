@@ -291,15 +291,18 @@ int cmd_plan(int argc, char **argv)
 				       argv[optind], err.msg);
 			goto out_plans;
 		}
-		/* the smallest arena of the placement orders, for the report */
-		plan_assign_arena(net, &plans[i]);
-		plan_metrics(&plans[i], req.budget_bytes);
 		if (plans[i].fits && (best < 0 || plans[i].sim.time_ms < plans[best].sim.time_ms ||
 				      (plans[i].sim.time_ms == plans[best].sim.time_ms &&
 				       plans[i].sim.peak_bytes < plans[best].sim.peak_bytes)))
 			best = i;
 		if (lowest < 0 || plans[i].sim.peak_bytes < plans[lowest].sim.peak_bytes)
 			lowest = i;
+	}
+	/* the chosen plan's arena: the smallest of the placement orders (plan_run
+	 * stopped at the first that fits), unless that is the lower bound */
+	if (best >= 0 && plans[best].arena_bytes > plans[best].max_live_bytes) {
+		plan_assign_arena(net, &plans[best]);
+		plan_metrics(&plans[best], req.budget_bytes);
 	}
 	if (fmt == FMT_JSON) {
 		if (all) {

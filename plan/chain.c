@@ -2,7 +2,7 @@
  * chain: optimal checkpointing of a chain of blocks by dynamic programming
  * (Beaumont et al. 2019, "Optimal checkpointing for heterogeneous chains",
  * rotor; Griewank's revolve is the homogeneous case).  The forward graph's
- * cuts (pl_forward_cuts) split the net into stages; per stage, its forward
+ * cuts (route_bounds) split the net into stages; per stage, its forward
  * and backward time, the bytes its backward needs from its forward (abar)
  * and the bytes of its input (x).  For stages s..t with memory m beyond the
  * input of s:
@@ -17,7 +17,6 @@
  */
 #include "planners.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,92 +54,6 @@ static size_t ch_at(const struct chain *c, uint32_t s, uint32_t t, uint32_t m)
 	return ((size_t)s * c->L + t) * (c->U + 1) + m;
 }
 
-/*
- * The forward step boundaries at most k (1 or 2) tensors cross, and those
- * tensors: a stage may start after boundary b when what later steps read of
- * earlier ones is those few tensors, all written for the last time before it.
- * From sums of (t + 1) and (t + 1)^2 over the crossing tensors (exact modulo
- * 2^64 while at most two cross).  Returns the count; at[] the boundaries (a
- * stage starts at at[i] + 1), in[2 * i ..] the tensors (-1: none).  O(n).
- */
-static uint32_t chain_bounds(const struct pl_state *S, uint32_t k, uint32_t *at, int32_t *in)
-{
-	const struct mp_net *net = S->net;
-	const struct mp_route *r = S->r;
-	uint32_t nf = r->n_fwd, nt = S->nt, n = 0;
-	uint32_t *first = mp_xmalloc((nt + 1) * sizeof(*first)), *last = mp_xcalloc(nt + 1, sizeof(*last));
-	int64_t *cnt = mp_xcalloc(nf + 1, sizeof(*cnt));
-	uint64_t *s1 = mp_xcalloc(nf + 1, sizeof(*s1)), *s2 = mp_xcalloc(nf + 1, sizeof(*s2));
-	int64_t c = 0;
-	uint64_t a1 = 0, a2 = 0;
-
-	for (uint32_t t = 0; t < nt; t++)
-		first[t] = UINT32_MAX;
-	for (uint32_t i = 0; i < nf; i++) {
-		const struct mp_op *op = &net->ops[r->op[i]];
-
-		for (uint32_t q = 0; q < op->n_in + op->n_out; q++) {
-			int32_t t = q < op->n_in ? op->in[q] : op->out[q - op->n_in];
-
-			if (sched_persistent(&net->tensors[t]) || net->tensors[t].kind == MP_TK_WORKSPACE)
-				continue;
-			if (first[t] == UINT32_MAX)
-				first[t] = i;
-			last[t] = i;
-		}
-	}
-	for (uint32_t t = 0; t < nt; t++)
-		if (first[t] != UINT32_MAX && first[t] < last[t]) {
-			uint64_t v = (uint64_t)t + 1;
-
-			cnt[first[t]]++;
-			cnt[last[t]]--;
-			s1[first[t]] += v;
-			s1[last[t]] -= v;
-			s2[first[t]] += v * v;
-			s2[last[t]] -= v * v;
-		}
-	for (uint32_t b = 0; b + 1 < nf; b++) {
-		int32_t x[2] = { -1, -1 };
-		bool ok = true;
-
-		c += cnt[b];
-		a1 += s1[b];
-		a2 += s2[b];
-		if (c < 1 || (uint64_t)c > k)
-			continue;
-		if (c == 1) {
-			x[0] = (int32_t)(a1 - 1);
-		} else {
-			/* a + b = a1, a^2 + b^2 = a2: (a - b)^2 = 2 a2 - a1^2 */
-			uint64_t d2 = 2 * a2 - a1 * a1, d = (uint64_t)sqrt((double)d2);
-
-			while (d * d > d2)
-				d--;
-			while ((d + 1) * (d + 1) <= d2)
-				d++;
-			x[0] = (int32_t)((a1 + d) / 2 - 1);
-			x[1] = (int32_t)((a1 - d) / 2 - 1);
-		}
-		/* each written for the last time at or before b */
-		for (int q = 0; q < 2 && ok; q++)
-			ok = x[q] < 0 || (S->fw_start[x[q]] < S->fw_start[x[q] + 1] &&
-					  r->pos[S->fw_list[S->fw_start[x[q] + 1] - 1]] <= b);
-		if (!ok)
-			continue;
-		at[n] = b;
-		in[2 * n] = x[0];
-		in[2 * n + 1] = x[1];
-		n++;
-	}
-	free(first);
-	free(last);
-	free(cnt);
-	free(s1);
-	free(s2);
-	return n;
-}
-
 /* Stages from the boundaries at most k tensors cross, merged to at most
  * CH_MAX_STAGES of about equal step counts; in_set[2 s], in_set[2 s + 1]: the
  * tensors stage s starts from (-1: none; both -1 for the first).  Returns 0,
@@ -157,7 +70,7 @@ static int chain_stages(const struct pl_state *S, struct chain *c, uint32_t k, i
 	uint32_t *stage_of = mp_xmalloc((net->n_ops + 1) * sizeof(*stage_of));
 	int rc = -1;
 
-	nb = chain_bounds(S, k, bound, first_in);
+	nb = route_bounds(S->net, S->r, k, bound, first_in);
 	for (uint32_t i = 0; i < nb; i++)
 		bound[i]++; /* the stage after begins here */
 	/* merge to at most CH_MAX_STAGES stages of about equal step counts:

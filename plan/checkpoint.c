@@ -21,58 +21,18 @@
 
 uint32_t pl_forward_cuts(const struct pl_state *S, int32_t **cuts)
 {
-	const struct mp_net *net = S->net;
-	const struct mp_route *r = S->r;
-	uint32_t nf = r->n_fwd, nt = S->nt, n = 0;
-	/* each forward tensor's first and last forward step; a tensor crosses
-	 * boundary b (between steps b and b + 1) when first <= b < last */
-	uint32_t *first = mp_xmalloc((nt + 1) * sizeof(*first)), *last = mp_xcalloc(nt + 1, sizeof(*last));
-	int64_t *cnt = mp_xcalloc(nf + 1, sizeof(*cnt)), *ids = mp_xcalloc(nf + 1, sizeof(*ids));
-	int32_t *at = mp_xmalloc((nt + 1) * sizeof(*at)), *by_b = mp_xmalloc((nf + 1) * sizeof(*by_b));
-	int64_t c = 0, sum = 0;
+	uint32_t nf = S->r->n_fwd, n = 0, nb;
+	uint32_t *at = mp_xmalloc((nf + 1) * sizeof(*at));
+	int32_t *in = mp_xmalloc((2 * nf + 2) * sizeof(*in));
 
-	for (uint32_t t = 0; t < nt; t++) {
-		first[t] = UINT32_MAX;
-		at[t] = -1;
-	}
-	for (uint32_t i = 0; i < nf; i++) {
-		const struct mp_op *op = &net->ops[r->op[i]];
-
-		for (uint32_t k = 0; k < op->n_in + op->n_out; k++) {
-			int32_t t = k < op->n_in ? op->in[k] : op->out[k - op->n_in];
-
-			if (sched_persistent(&net->tensors[t]) || net->tensors[t].kind == MP_TK_WORKSPACE)
-				continue;
-			if (first[t] == UINT32_MAX)
-				first[t] = i;
-			last[t] = i;
-		}
-	}
-	for (uint32_t t = 0; t < nt; t++)
-		if (first[t] != UINT32_MAX && first[t] < last[t]) {
-			cnt[first[t]]++;
-			cnt[last[t]]--;
-			ids[first[t]] += t;
-			ids[last[t]] -= t;
-		}
-	for (uint32_t b = 0; b + 1 < nf; b++) {
-		c += cnt[b];
-		sum += ids[b];
-		by_b[b] = c == 1 ? (int32_t)sum : -1;
-		if (c == 1)
-			at[sum] = (int32_t)b;
-	}
-	/* each cut once, at the last boundary it alone crosses */
-	*cuts = mp_xmalloc((nf + 1) * sizeof(**cuts));
-	for (uint32_t b = 0; b + 1 < nf; b++)
-		if (by_b[b] >= 0 && at[by_b[b]] == (int32_t)b)
-			(*cuts)[n++] = by_b[b];
-	free(first);
-	free(last);
-	free(cnt);
-	free(ids);
+	nb = route_bounds(S->net, S->r, 1, at, in);
+	*cuts = mp_xmalloc((nb + 1) * sizeof(**cuts));
+	/* each once, at the last boundary it alone crosses */
+	for (uint32_t i = 0; i < nb; i++)
+		if (i + 1 == nb || in[2 * (i + 1)] != in[2 * i])
+			(*cuts)[n++] = in[2 * i];
 	free(at);
-	free(by_b);
+	free(in);
 	return n;
 }
 

@@ -255,7 +255,9 @@ int pl_build(struct pl_state *S, struct mp_error *err)
 		e = mp_xmalloc((n_e + 1) * sizeof(*e));
 		memcpy(e, S->seq, n_e * sizeof(*e));
 	} else if (any_drop) {
-		n_e = policy_recompute_seq(net, r, S->drop, S->keep, &e);
+		n_e = policy_recompute_seq(net, r, S->drop, S->keep, S->max_entries, &e);
+		if (n_e == UINT32_MAX)
+			return 1;
 	} else {
 		n_e = r->n;
 		e = mp_xmalloc((n_e + 1) * sizeof(*e));
@@ -358,6 +360,17 @@ uint32_t pl_peak_candidates(const struct pl_state *S, bool with_rebuilt, struct 
 	const struct touches T = { S->touch_start, S->touch_list };
 	uint32_t n = 0, P = S->peak_entry;
 
+	uint8_t *fed = mp_xcalloc(S->nt + 1, 1);
+
+	/* what the recomputes right before the peak's op touch */
+	for (uint32_t j = P; j-- > 0 && e[j].recompute;) {
+		const struct mp_op *op = &net->ops[e[j].op];
+
+		for (uint32_t k = 0; k < op->n_in; k++)
+			fed[op->in[k]] = 1;
+		for (uint32_t k = 0; k < op->n_out; k++)
+			fed[op->out[k]] = 1;
+	}
 	*out = mp_xmalloc((S->sim.n_peak_tensors + 1) * sizeof(**out));
 	for (uint32_t k = 0; k < S->sim.n_peak_tensors; k++) {
 		int32_t t = S->sim.peak_tensors[k];
@@ -374,10 +387,7 @@ uint32_t pl_peak_candidates(const struct pl_state *S, bool with_rebuilt, struct 
 		/* also not touched by recomputes feeding the peak's op (a
 		 * rebuilt tensor that only they read is: dropped again after
 		 * them, it would not be held there) */
-		for (uint32_t j = P; j-- > 0 && e[j].recompute && !touched && !rebuilt;)
-			for (uint32_t kk = T.start[t]; kk < T.start[t + 1]; kk++)
-				touched |= T.list[kk] == j;
-		if (touched)
+		if (touched || (fed[t] && !rebuilt))
 			continue;
 		if (a != UINT32_MAX && u != UINT32_MAX) {
 			double end_a = S->step_start[S->entry_step[a]] + net->ops[e[a].op].ms;
@@ -390,6 +400,7 @@ uint32_t pl_peak_candidates(const struct pl_state *S, bool with_rebuilt, struct 
 			(*out)[n++] = (struct pl_cand){ t, x->bytes, S->sim.time_ms - busy, last, UINT32_MAX, true, false };
 		}
 	}
+	free(fed);
 	return n;
 }
 

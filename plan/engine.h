@@ -40,6 +40,7 @@ struct pl_state {
 			       * (the chain planner's) used instead of the one
 			       * drop and keep give; NULL: theirs */
 	uint32_t n_seq;
+	uint32_t max_entries; /* pl_build refuses a sequence longer (0: no limit) */
 	uint8_t *droppable;   /* [nt] an activation every forward writer of which
 			       * may re-run: it may be dropped after its last
 			       * forward use and rebuilt (pl_init) */
@@ -59,7 +60,9 @@ struct pl_state {
 void pl_init(struct pl_state *S, const struct mp_net *net, const struct mp_route *r,
 	     const struct mp_plan_req *req);
 void pl_release(struct pl_state *S);
-/* Emit and simulate the state.  0, or -1 with *err (an internal error). */
+/* Emit and simulate the state.  0; 1 when its sequence would be longer than
+ * max_entries (nothing changed: edit the state back and build again); or -1
+ * with *err (an internal error). */
 int pl_build(struct pl_state *S, struct mp_error *err);
 
 /* A tensor resident at the peak that a swap could remove there. */

@@ -33,6 +33,11 @@ struct gr_pick {
  * swaps: beyond it the copies queue and their prefetches come late. */
 #define GR_LINK_LOAD 0.8
 
+/* A plan's sequence may be at most this many times the route (rebuilds
+ * included): a round whose rebuild chains would make it longer is undone, so
+ * every build stays linear. */
+#define GR_MAX_ENTRIES 4
+
 /* Builds the undo pass may spend. */
 #define GR_UNDO_BUILDS 96
 
@@ -277,6 +282,7 @@ static int undo_drops(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, s
 	struct undo *d = mp_xmalloc((S->nt + 1) * sizeof(*d));
 	double best = S->sim.time_ms;
 	bool last_kept = true;
+	int rc;
 
 	for (uint32_t t = 0; t < S->nt; t++)
 		if (S->drop[t])
@@ -290,11 +296,11 @@ static int undo_drops(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, s
 		S->keep[t] = 0;
 		builds++;
 		p->iterations++;
-		if (pl_build(S, err) < 0) {
+		if ((rc = pl_build(S, err)) < 0) {
 			free(d);
 			return -1;
 		}
-		last_kept = S->sim.peak_bytes <= S->req->budget_bytes && S->sim.time_ms <= best;
+		last_kept = rc == 0 && S->sim.peak_bytes <= S->req->budget_bytes && S->sim.time_ms <= best;
 		if (last_kept) {
 			best = S->sim.time_ms;
 			g->n_drop--;
@@ -351,6 +357,7 @@ static int greedy_run(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, s
 {
 	uint64_t best = UINT64_MAX;
 	uint32_t stale = 0, halve = 0;
+	int rc;
 
 	if (pl_build(S, err) < 0)
 		return -1;
@@ -376,13 +383,13 @@ static int greedy_run(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, s
 		if (!m)
 			break;
 		p->iterations++;
-		if (pl_build(S, err) < 0)
+		if ((rc = pl_build(S, err)) < 0)
 			return -1;
-		if (S->sim.peak_bytes <= before) {
+		if (rc == 0 && S->sim.peak_bytes <= before) {
 			halve = 0;
 			continue;
 		}
-		/* undo the round */
+		/* undo the round (a sequence over max_entries was not built) */
 		snapshot(S, &g->before, true);
 		g->n_drop = keep_counts.n_drop;
 		g->n_unkeep = keep_counts.n_unkeep;
@@ -394,7 +401,7 @@ static int greedy_run(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, s
 		else
 			halve++;
 		p->iterations++;
-		if (pl_build(S, err) < 0)
+		if (rc == 0 && pl_build(S, err) < 0)
 			return -1;
 	}
 	if (S->sim.peak_bytes <= S->req->budget_bytes && g->n_drop)
@@ -439,6 +446,8 @@ int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 	const struct gr_ctx *won;
 
 	S->prefetch = PL_PREFETCH_JIT;
+	/* rebuild chains may not make the sequence quadratic */
+	S->max_entries = GR_MAX_ENTRIES * S->r->n + 1024;
 	if (greedy_pass(S, p, &g0, err) < 0)
 		return -1;
 	peak0 = S->sim.peak_bytes;
@@ -467,6 +476,7 @@ int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 		}
 	}
 	saved_release(&first);
+	S->max_entries = 0;
 	snprintf(p->note, sizeof(p->note), "%u tensors dropped and rebuilt (%u of them more than once), %u swapped, in %u rounds",
 		 won->n_drop, won->n_unkeep, won->n_swap, p->iterations);
 	return 0;

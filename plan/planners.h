@@ -19,8 +19,8 @@ int plan_blocks(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 /*
  * The forward graph's cuts: tensors that alone carry everything from the
  * steps before to the steps after (articulation points of a chain of
- * blocks), in route order.  A cut is identified at the last forward step
- * boundary it alone crosses.  Returns the count; *cuts malloc'd.  O(n).
+ * blocks, route_bounds with k = 1), each once, in route order.  Returns the
+ * count; *cuts malloc'd.  O(n).
  */
 uint32_t pl_forward_cuts(const struct pl_state *S, int32_t **cuts);
 
