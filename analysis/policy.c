@@ -15,7 +15,7 @@
  * ops: quadratic in its length.  A segment longer than this many forward ops
  * (a net without checkpoint layers: transformers, LSTMs, MLPs) ends at the
  * next cut of the forward graph instead, so analysis stays near-linear. */
-#define POLICY_MAX_SEGMENT 8
+#define POLICY_MAX_SEGMENT 16
 
 static const char *const strat_names[MP_STRAT__COUNT] = {
 	"baseline", "liveness", "offload", "recompute",
