@@ -1,0 +1,45 @@
+#!/bin/bash
+# Scale check, run by .ci/run on the optimised build: a 10^5-layer net with
+# no conv layer (bench/mknet.sh fchain: fc, bn, relu in place, dropout) is
+# analysed in at most ANALYZE_RATIO (default 3) times the CPU of
+# `memplan check` on the same file, and a 10^4-layer one is planned by each
+# planner in at most PLAN_SECONDS (default 8) of CPU.  The targets are 2x
+# check and about 1 s; the limits leave room for a loaded 2-core CI machine
+# (the same command varies 2x there), so they catch a quadratic blow-up, not
+# a few percent; bench/plan-quality.md records measured values.  Exit 1 on a
+# breach.
+set -u
+cd "$(dirname "$0")/.."
+M=${MEMPLAN:-./memplan}
+OUT=bench/out
+ANALYZE_RATIO=${ANALYZE_RATIO:-3}
+PLAN_SECONDS=${PLAN_SECONDS:-8}
+mkdir -p "$OUT"
+fail=0 ok=0
+
+cpu() { # user + sys CPU seconds of "$@", output discarded
+	/usr/bin/time -o "$OUT/scale.time" -f "%U %S" "$@" > /dev/null 2>&1
+	tail -n 1 "$OUT/scale.time" | awk '{ printf "%.2f", $1 + $2 }'
+}
+
+for n in 100000 10000; do
+	f=$OUT/fchain-$n.json
+	[ -f "$f" ] || sh bench/mknet.sh fchain "$n" > "$f"
+done
+
+f=$OUT/fchain-100000.json
+c=$(cpu $M check "$f")
+a=$(cpu $M analyze "$f")
+r=$(awk -v a="$a" -v c="$c" 'BEGIN { printf "%.2f", (c > 0) ? a / c : 0 }')
+echo "scale: analyze 10^5 layers (no conv): ${a} s CPU, check ${c} s: ${r}x (limit ${ANALYZE_RATIO}x)"
+if awk -v r="$r" -v l="$ANALYZE_RATIO" 'BEGIN { exit !(r <= l) }'; then ok=$((ok + 1)); else fail=$((fail + 1)); fi
+
+f=$OUT/fchain-10000.json
+peak=$($M analyze "$f" --strategy liveness --format json | sed -n 's/.*"peak_bytes": \([0-9]*\).*/\1/p' | tail -n 1)
+for p in greedy chain chen checkpoint-blocks superneurons tf-swap tensile; do
+	t=$(cpu $M plan "$f" --budget $((peak / 2)) --planner "$p")
+	echo "scale: plan 10^4 layers at 50% with $p: ${t} s CPU (limit ${PLAN_SECONDS} s)"
+	if awk -v t="$t" -v l="$PLAN_SECONDS" 'BEGIN { exit !(t <= l) }'; then ok=$((ok + 1)); else fail=$((fail + 1)); fi
+done
+echo "scale checks: $ok within their limits, $fail beyond"
+[ "$fail" = 0 ]
