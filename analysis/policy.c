@@ -178,12 +178,7 @@ static struct mp_entry *route_entries(const struct mp_route *r, uint32_t extra)
 	return e;
 }
 
-/* Forward writers of each tensor, in route order (CSR). */
-struct writers {
-	uint32_t *start, *list;
-};
-
-static void writers_build(const struct mp_net *net, const struct mp_route *r, struct writers *w)
+void policy_writers_build(const struct mp_net *net, const struct mp_route *r, struct mp_writers *w)
 {
 	uint32_t nt = net->n_tensors, *fill;
 
@@ -217,7 +212,7 @@ struct rc_frame {
 
 struct rc_state {
 	const struct mp_net *net;
-	struct writers w;
+	struct mp_writers w;
 	uint8_t *dropped, *avail, *temp, *on_stack;
 	uint8_t *cut_kept;     /* [nt] cuts that end an over-long segment */
 	uint32_t max_e;        /* stop past this many entries (0: no limit) */
@@ -346,7 +341,7 @@ static uint32_t recompute_core(const struct mp_net *net, const struct mp_route *
 	uint8_t *speed;
 	S.net = net;
 	S.max_e = max_entries;
-	writers_build(net, r, &S.w);
+	policy_writers_build(net, r, &S.w);
 	S.dropped = mp_xcalloc(nt, 1);
 	S.avail = mp_xcalloc(nt, 1);
 	S.temp = mp_xcalloc(nt, 1);

@@ -79,6 +79,14 @@ uint32_t policy_checkpoint_swaps(const struct mp_net *net, const struct mp_polic
 				 const struct mp_entry *e, uint32_t n_e, uint32_t bwd,
 				 struct mp_swap **swaps);
 
+/* The forward writers of each tensor, in route order (CSR): tensor t's are
+ * list[start[t] .. start[t + 1]).  Both arrays malloc'd, the caller's. */
+struct mp_writers {
+	uint32_t *start; /* [n_tensors + 1] */
+	uint32_t *list;  /* [forward writes] op ids */
+};
+void policy_writers_build(const struct mp_net *net, const struct mp_route *r, struct mp_writers *w);
+
 /* The layer-wise minimum l_peak: the most memory any single op needs to run
  * alone (the distinct tensors it reads and writes, plus the smallest workspace
  * among its implementations).  No schedule at layer granularity goes below. */

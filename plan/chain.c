@@ -374,32 +374,21 @@ static void chain_solve(struct chain *c)
 				float best = 1e30f;
 				uint16_t ch = 0;
 
-				if (c->abar[s] <= m) {
-					float v = (float)(c->uf[s] + c->ub[s]);
+				/* run s keeping abar, apart or amin, solve s + 1..t */
+				for (int k = 0; k < 3; k++) {
+					static const uint16_t mode[3] = { CH_ALL, CH_PART, CH_MIN };
+					uint32_t keep = k == 0 ? c->abar[s] : k == 1 ? c->apart[s] : c->amin[s];
+					double extra = k == 0 ? 0 : k == 1 ? c->upart[s] : c->umin[s];
+					float v;
 
+					if (keep > m)
+						continue;
+					v = (float)(c->uf[s] + c->ub[s] + extra);
 					if (t > s)
-						v += c->cost[ch_at(c, s + 1, t, m - c->abar[s])];
-					if (v < best)
-						best = v;
-				}
-				if (c->amin[s] <= m && c->amin[s] < c->apart[s]) {
-					float v = (float)(c->uf[s] + c->ub[s] + c->umin[s]);
-
-					if (t > s)
-						v += c->cost[ch_at(c, s + 1, t, m - c->amin[s])];
+						v += c->cost[ch_at(c, s + 1, t, m - keep)];
 					if (v < best) {
 						best = v;
-						ch = CH_MIN;
-					}
-				}
-				if (c->apart[s] <= m && c->apart[s] < c->abar[s]) {
-					float v = (float)(c->uf[s] + c->ub[s] + c->upart[s]);
-
-					if (t > s)
-						v += c->cost[ch_at(c, s + 1, t, m - c->apart[s])];
-					if (v < best) {
-						best = v;
-						ch = CH_PART;
+						ch = mode[k];
 					}
 				}
 				fsum = 0;
@@ -681,13 +670,13 @@ int plan_chain(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 {
 	struct mp_entry *won = NULL;
 	uint32_t n_won = 0, k_won = 0;
-	uint64_t peak = UINT64_MAX, B = S->req->budget_bytes;
+	uint64_t peak = UINT64_MAX;
 	double ms = 0;
 
 	S->prefetch = PL_PREFETCH_JIT;
 	if (pl_build(S, err) < 0)
 		return -1;
-	if (S->sim.peak_bytes <= B) {
+	if (S->sim.peak_bytes <= S->req->budget_bytes) {
 		snprintf(p->note, sizeof(p->note), "liveness fits: nothing to checkpoint");
 		return 0;
 	}
@@ -700,8 +689,7 @@ int plan_chain(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 		}
 		if (rc == 0)
 			continue;
-		if (!won || ((S->sim.peak_bytes <= B) != (peak <= B) ? S->sim.peak_bytes <= B :
-			     peak <= B ? S->sim.time_ms < ms : S->sim.peak_bytes < peak)) {
+		if (!won || pl_better(S, S->sim.peak_bytes, S->sim.time_ms, peak, ms)) {
 			free(won);
 			won = S->seq;
 			n_won = S->n_seq;

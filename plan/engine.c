@@ -15,25 +15,12 @@
 static void droppable_build(struct pl_state *S)
 {
 	const struct mp_net *net = S->net;
-	const struct mp_route *r = S->r;
-	uint32_t nt = S->nt, *fill = mp_xcalloc(nt + 1, sizeof(*fill));
+	uint32_t nt = S->nt;
+	struct mp_writers w;
 
-	S->fw_start = mp_xcalloc(nt + 2, sizeof(*S->fw_start));
-	for (uint32_t i = 0; i < r->n_fwd; i++) {
-		const struct mp_op *op = &net->ops[r->op[i]];
-
-		for (uint32_t k = 0; k < op->n_out; k++)
-			S->fw_start[op->out[k] + 1]++;
-	}
-	for (uint32_t t = 0; t < nt; t++)
-		S->fw_start[t + 1] += S->fw_start[t];
-	S->fw_list = mp_xmalloc((S->fw_start[nt] + 1) * sizeof(*S->fw_list));
-	for (uint32_t i = 0; i < r->n_fwd; i++) {
-		const struct mp_op *op = &net->ops[r->op[i]];
-
-		for (uint32_t k = 0; k < op->n_out; k++)
-			S->fw_list[S->fw_start[op->out[k]] + fill[op->out[k]]++] = (uint32_t)r->op[i];
-	}
+	policy_writers_build(net, S->r, &w);
+	S->fw_start = w.start;
+	S->fw_list = w.list;
 	S->droppable = mp_xcalloc(nt + 1, 1);
 	for (uint32_t t = 0; t < nt; t++) {
 		const struct mp_tensor *x = &net->tensors[t];
@@ -44,7 +31,6 @@ static void droppable_build(struct pl_state *S)
 			ok = net->ops[S->fw_list[j]].recomputable;
 		S->droppable[t] = ok;
 	}
-	free(fill);
 }
 
 double pl_rebuild_ms(const struct pl_state *S, int32_t t)
@@ -475,6 +461,15 @@ void pl_swap(struct pl_state *S, const struct pl_cand *c)
 		S->host[c->t] = 1;
 	else
 		S->swap_step[c->t] = S->sim.peak_step;
+}
+
+bool pl_better(const struct pl_state *S, uint64_t peak_a, double ms_a, uint64_t peak_b, double ms_b)
+{
+	uint64_t B = S->req->budget_bytes;
+
+	if ((peak_a <= B) != (peak_b <= B))
+		return peak_a <= B;
+	return peak_a <= B ? ms_a < ms_b : peak_a < peak_b;
 }
 
 void pl_take(struct pl_state *S, struct mp_plan *p)

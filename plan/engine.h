@@ -95,6 +95,10 @@ uint32_t pl_delay_swapins(struct pl_state *S);
  * with a stall.  Returns how many (then rebuild). */
 uint32_t pl_wait_swapouts(struct pl_state *S);
 
+/* Is a result (peak, time) better than another for the budget: it fits
+ * where the other does not, else it is faster when both fit, else lower. */
+bool pl_better(const struct pl_state *S, uint64_t peak_a, double ms_a, uint64_t peak_b, double ms_b);
+
 /* Copy the state's result into a plan (moves the schedule and simulation). */
 void pl_take(struct pl_state *S, struct mp_plan *p);
 

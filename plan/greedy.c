@@ -424,17 +424,6 @@ static int greedy_pass(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, 
 	return rc;
 }
 
-/* Is a's result better than b's: it fits where b does not, else it is
- * faster when both fit, else lower. */
-static bool better(const struct pl_state *S, uint64_t peak_a, double ms_a, uint64_t peak_b, double ms_b)
-{
-	uint64_t B = S->req->budget_bytes;
-
-	if ((peak_a <= B) != (peak_b <= B))
-		return peak_a <= B;
-	return peak_a <= B ? ms_a < ms_b : peak_a < peak_b;
-}
-
 /* Two passes, recomputation alone and with swaps too: where the copies
  * cannot keep up, swaps taken early block cheaper drops; the better wins. */
 int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
@@ -466,7 +455,7 @@ int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 		saved_release(&first);
 		return -1;
 	}
-	if (better(S, peak0, ms0, S->sim.peak_bytes, S->sim.time_ms)) {
+	if (pl_better(S, peak0, ms0, S->sim.peak_bytes, S->sim.time_ms)) {
 		snapshot(S, &first, true);
 		won = &g0;
 		p->iterations++;

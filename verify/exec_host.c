@@ -824,39 +824,34 @@ static int do_wait(struct exec *X, uint32_t i)
 {
 	struct tens *T = &X->t[X->s->a[i].tensor];
 	double t0 = X->tc;
+	uint32_t copy;
 
 	if (T->ls == LS_RES || T->ls == LS_ALLOC) {
 		X->vs[i] = X->ve[i] = X->tc;
 		log_ev(X, X->tc, 2 * i, 0, -1);
 		return 0;
 	}
+	/* a swapped-out tensor: for its swap-out's copy, whose end frees the
+	 * memory; else for its swap-in's */
 	if (T->ls == LS_OUT && T->at_out >= 0) {
-		/* for its swap-out's copy: the memory is free from its end on */
-		while (!X->done[T->at_out] && !X->abort)
-			pthread_cond_wait(&X->cv, &X->mu);
-		if (X->abort)
+		copy = (uint32_t)T->at_out;
+	} else if (T->ls == LS_IN) {
+		copy = (uint32_t)T->at_in;
+		if (!X->done[copy] && would_deadlock(X, i, copy))
 			return -1;
-		X->tc = fmax(X->tc, X->ve[T->at_out]);
-		X->stall[i] = (X->tc - t0) * X->o.time_scale;
-		X->stall_ms += X->stall[i];
-		X->vs[i] = X->ve[i] = X->tc;
-		log_ev(X, X->tc, 2 * i, 0, -1);
-		return 0;
-	}
-	if (T->ls != LS_IN) {
+	} else {
 		fail_locked(X, i, "nothing to wait for");
 		return -1;
 	}
-	if (!X->done[T->at_in] && would_deadlock(X, i, (uint32_t)T->at_in))
-		return -1;
-	while (!X->done[T->at_in] && !X->abort)
+	while (!X->done[copy] && !X->abort)
 		pthread_cond_wait(&X->cv, &X->mu);
 	if (X->abort)
 		return -1;
-	X->tc = fmax(X->tc, X->ve[T->at_in]);
+	X->tc = fmax(X->tc, X->ve[copy]);
 	X->stall[i] = (X->tc - t0) * X->o.time_scale;
 	X->stall_ms += X->stall[i];
-	T->ls = T->expect.valid ? LS_RES : LS_ALLOC;
+	if (T->ls == LS_IN)
+		T->ls = T->expect.valid ? LS_RES : LS_ALLOC;
 	X->vs[i] = X->ve[i] = X->tc;
 	log_ev(X, X->tc, 2 * i, 0, -1);
 	return 0;
