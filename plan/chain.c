@@ -672,16 +672,12 @@ int plan_chain(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 	uint32_t n_won = 0, k_won = 0;
 	uint64_t peak = UINT64_MAX;
 	double ms = 0;
+	int rc;
 
-	S->prefetch = PL_PREFETCH_JIT;
-	if (pl_build(S, err) < 0)
-		return -1;
-	if (S->sim.peak_bytes <= S->req->budget_bytes) {
-		snprintf(p->note, sizeof(p->note), "liveness fits: nothing to checkpoint");
-		return 0;
-	}
+	if ((rc = pl_fits_as_is(S, p, err)) != 0)
+		return rc < 0 ? -1 : 0;
 	for (uint32_t k = 1; k <= 2; k++) {
-		int rc = chain_try(S, p, k, err);
+		rc = chain_try(S, p, k, err);
 
 		if (rc < 0) {
 			free(won);

@@ -56,14 +56,10 @@ static int checkpoint_plan(struct pl_state *S, struct mp_plan *p, const char *wh
 	int32_t *cuts;
 	uint8_t *ckpt;
 	uint32_t n, m;
+	int rc;
 
-	S->prefetch = PL_PREFETCH_JIT;
-	if (pl_build(S, err) < 0)
-		return -1;
-	if (S->sim.peak_bytes <= S->req->budget_bytes) {
-		snprintf(p->note, sizeof(p->note), "liveness fits: nothing to checkpoint");
-		return 0;
-	}
+	if ((rc = pl_fits_as_is(S, p, err)) != 0)
+		return rc < 0 ? -1 : 0;
 	n = pl_forward_cuts(S, &cuts);
 	ckpt = mp_xcalloc(S->nt + 1, 1);
 	m = choose(S, cuts, n, ckpt);

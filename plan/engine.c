@@ -463,6 +463,17 @@ void pl_swap(struct pl_state *S, const struct pl_cand *c)
 		S->swap_step[c->t] = S->sim.peak_step;
 }
 
+int pl_fits_as_is(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
+{
+	S->prefetch = PL_PREFETCH_JIT;
+	if (pl_build(S, err) < 0)
+		return -1;
+	if (S->sim.peak_bytes > S->req->budget_bytes)
+		return 0;
+	snprintf(p->note, sizeof(p->note), "liveness fits: nothing to checkpoint");
+	return 1;
+}
+
 bool pl_better(const struct pl_state *S, uint64_t peak_a, double ms_a, uint64_t peak_b, double ms_b)
 {
 	uint64_t B = S->req->budget_bytes;

@@ -95,6 +95,12 @@ uint32_t pl_delay_swapins(struct pl_state *S);
  * with a stall.  Returns how many (then rebuild). */
 uint32_t pl_wait_swapouts(struct pl_state *S);
 
+/* Build the state as it is (liveness, when nothing was edited, with
+ * just-in-time prefetch); when that fits, note so in p.  1: it fits, 0: it
+ * does not, -1 with *err.  The checkpointing planners start here: a net that
+ * fits is left alone, as a person would. */
+int pl_fits_as_is(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
+
 /* Is a result (peak, time) better than another for the budget: it fits
  * where the other does not, else it is faster when both fit, else lower. */
 bool pl_better(const struct pl_state *S, uint64_t peak_a, double ms_a, uint64_t peak_b, double ms_b);
