@@ -2,18 +2,23 @@
  * greedy: at each peak in turn, free the excess by the cheapest means per
  * byte, any op's output included (DTR's heuristic, Kirisame et al. 2021,
  * made static from the simulator's peaks as Capuchin does).  Per tensor
- * resident at the peak, the means are:
+ * resident at the peak, the cheapest of:
  *   drop    rebuild it before its first backward reader and keep it to its
  *           last (cost: re-running its forward writers, plus the rebuild of
- *           its dropped inputs, DTR's evicted neighbourhood)
+ *           its dropped inputs, DTR's evicted neighbourhood; refused when
+ *           the rebuild keeps more alive at the peak than it frees)
  *   unkeep  a rebuilt tensor waiting for a later reader is dropped again
  *           after the reader it was rebuilt for and rebuilt once more
- *   swap    when both copies hide in the gap around the peak (Capuchin's
- *           rule), each engine's copies of the round queued (cost: ~0)
+ *   swap    when the swap-in hides before the next use and the copy engines
+ *           stay under GR_LINK_LOAD (Capuchin's rule): cost ~0, or, when the
+ *           swap-out would end after the peak, the stall of waiting for it
  * Candidates are taken by cost per byte until their bytes cover the excess;
- * the state is rebuilt and simulated; repeated until the budget holds or the
- * peak stops coming down.  Then each drop that is no longer needed (most
- * expensive first) is undone while the plan still fits.
+ * the state is rebuilt and simulated; a round that raises the peak (or makes
+ * the sequence longer than GR_MAX_ENTRIES times the route) is undone and
+ * retried with half the bytes, a single pick that does is never taken again;
+ * repeated until the budget holds or the peak stops coming down.  Then the
+ * drops no longer needed are undone, the most expensive first.  Two passes,
+ * recomputation alone and with swaps, the better wins.
  * O(rounds * n); the undo pass is bounded to GR_UNDO_BUILDS builds.
  */
 #include "planners.h"
