@@ -1,12 +1,18 @@
 /*
  * chain: optimal checkpointing of a chain of blocks by dynamic programming
  * (Beaumont et al. 2019, "Optimal checkpointing for heterogeneous chains",
- * rotor; Griewank's revolve is the homogeneous case).  The forward graph's
- * cuts (route_bounds) split the net into stages; per stage, its forward
- * and backward time, the bytes its backward needs from its forward (abar)
- * and the bytes of its input (x).  For stages s..t with memory m beyond the
- * input of s:
- *   all        run s keeping abar_s, solve s+1..t in m - abar_s, backward s
+ * rotor; Griewank's revolve is the homogeneous case).  The forward step
+ * boundaries that one tensor crosses (cuts), or one or two (finer, inside
+ * residual blocks), split the net into stages (route_bounds); both are
+ * planned and the better plan wins.  Per stage: its forward and backward
+ * time, the bytes of its input (x), and what it keeps for its backward in
+ * each mode: everything its backward reads (abar), that but the outputs of
+ * memory-bound ops, rebuilt before their first backward reader (apart, +
+ * upart ms), or only its output, with what each backward op reads rebuilt
+ * from the input (amin, + umin ms).  For stages s..t with memory m beyond
+ * the input of s:
+ *   keep       run s in one of the three modes, solve s+1..t in what is
+ *              left, backward s
  *   ckpt(s')   run s..s'-1 keeping nothing, keep x_s', solve s'..t in
  *              m - x_s', then solve s..s'-1 again in m (a recompute)
  * The choice table, for every m at once, becomes a compute sequence
