@@ -235,6 +235,7 @@ int cmd_capacity(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	char names[256];
 	const char *gpu_arg = NULL, *model = NULL, *svg = NULL, *vary = "batch", *planner = "auto";
 	int fmt = FMT_TABLE, c, rc = EXIT_OK;
 	double max_overhead = -1;
@@ -300,6 +301,7 @@ int cmd_capacity(int argc, char **argv)
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
+			printf("planners: %s (memplan-plan(1))\n", mp_planner_list(names, sizeof(names), ", "));
 			return EXIT_OK;
 		default:
 			return cli_bad_option("capacity", argv, usage_text);
@@ -355,8 +357,6 @@ int cmd_capacity(int argc, char **argv)
 		q->max_overhead = max_overhead;
 		q->rows = (1u << MP_STRAT__COUNT) - 1;
 		if (add_planner_rows(planner, &q->rows) < 0) {
-			char names[256];
-
 			rc = cli_error(EXIT_BAD_INPUT, "--planner: unknown planner '%s' (auto, %s, none)", planner,
 				       mp_planner_list(names, sizeof(names), ", "));
 			goto out;

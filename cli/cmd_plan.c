@@ -182,7 +182,7 @@ int cmd_plan(int argc, char **argv)
 	struct mp_net *net;
 	json_t *net_json;
 	int best = -1, lowest = -1;
-	char b1[32], b2[32], lab[300];
+	char b1[32], b2[32], lab[300], names[256];
 
 	memset(&req, 0, sizeof(req));
 	req.ws_mode = MP_WS_DYNAMIC;
@@ -201,7 +201,7 @@ int cmd_plan(int argc, char **argv)
 				all = 1;
 			} else if ((which = mp_planner_parse(optarg)) < 0) {
 				return cli_error(EXIT_BAD_INPUT, "--planner: unknown planner '%s' (auto, %s, all)", optarg,
-						 mp_planner_list(lab, sizeof(lab), ", "));
+						 mp_planner_list(names, sizeof(names), ", "));
 			}
 			break;
 		case 'd':
@@ -239,6 +239,7 @@ int cmd_plan(int argc, char **argv)
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
+			printf("planners: %s (memplan-plan(1))\n", mp_planner_list(names, sizeof(names), ", "));
 			return EXIT_OK;
 		default:
 			return cli_bad_option("plan", argv, usage_text);

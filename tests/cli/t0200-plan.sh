@@ -1,6 +1,7 @@
 #!/bin/sh
-# memplan plan: the known plan of examples/swap-chain.json, the refusals, the
-# plan and trace files, --planner all, bad options.
+# memplan plan: the known plans of examples/swap-chain.json and
+# swap-wait.json, the refusals, the plan and trace files, --planner all, the
+# checkpointing planners, bad options.
 . "$(dirname "$0")/../lib.sh"
 
 expect_run "swap-chain table" 0 --stdout plan-swap-chain.out -- \
@@ -54,6 +55,22 @@ expect_run "default budget" 0 --stdout-grep "^budget: 10.7 GiB, the memory of k4
 	memplan plan examples/alexnet.json
 expect_run "default budget, json stays json" 0 --stdout-grep '^  "budget_bytes": 11459887104,' -- \
 	memplan plan examples/alexnet.json --format json
+
+# the checkpointing planners on ResNet-50 at half its liveness peak, each
+# saying what it did (checkpoint-blocks: 16 residual blocks, the stem's max
+# pool, the head's average pool); a net that fits is left alone
+expect_run "chain at 50%" 0 --stdout-grep "^planner +chain: stages between (cuts|boundaries one or two tensors cross), [0-9.]+ ms recomputed" -- \
+	memplan plan examples/resnet50-b32.json --budget 1.4G --planner chain
+expect_run "greedy at 50%" 0 --stdout-grep "^planner +greedy: [1-9][0-9]* tensors dropped and rebuilt" -- \
+	memplan plan examples/resnet50-b32.json --budget 1.4G --planner greedy
+expect_run "chen at 50%" 0 --stdout-grep "^planner +chen: sqrt\(n\) checkpoints: [1-9][0-9]* checkpoints kept, every other activation rebuilt once$" -- \
+	memplan plan examples/resnet50-b32.json --budget 1.4G --planner chen
+expect_run "checkpoint-blocks at 50%" 0 --stdout-grep "^planner +checkpoint-blocks: a checkpoint per block: 18 checkpoints kept" -- \
+	memplan plan examples/resnet50-b32.json --budget 1.4G --planner checkpoint-blocks
+expect_run "chen leaves a net that fits alone" 0 --stdout-grep "^planner +chen: liveness fits: nothing to checkpoint$" -- \
+	memplan plan examples/resnet50-b32.json --budget 3G --planner chen
+expect_run "help lists the planners" 0 --stdout-grep "^planners: superneurons, tf-swap, tensile, greedy, chain, chen, checkpoint-blocks \(memplan-plan\(1\)\)$" -- \
+	memplan plan -h
 
 # bad usage
 expect_run "no budget" 2 --stderr-grep "plan: --budget is required" -- memplan plan examples/tiny.json
