@@ -119,6 +119,7 @@ static json_t *gpu_json(const struct gpu *g)
 		json_object_set_new(s, "time_ms", json_real(r->time_ms));
 		json_object_set_new(s, "throughput", json_real(r->throughput));
 		json_object_set_new(s, "evaluations", json_integer(r->evals));
+		json_object_set_new(s, "at_limit", json_boolean(r->max && r->max == g->q.limit));
 		json_array_append_new(arr, s);
 	}
 	json_object_set_new(o, "strategies", arr);
@@ -128,6 +129,7 @@ static json_t *gpu_json(const struct gpu *g)
 static void print_gpu(const struct gpu *g, const char *what, uint64_t reserve)
 {
 	char b1[32], b2[32], b3[32];
+	bool at_limit = false;
 
 	printf("%s on %s: %s usable (%s less a %s reserve for the CUDA context and libraries)\n", what, g->label,
 	       mp_fmt_bytes(g->q.usable_bytes, b1, sizeof(b1)), mp_fmt_bytes(g->memory, b2, sizeof(b2)),
@@ -146,9 +148,15 @@ static void print_gpu(const struct gpu *g, const char *what, uint64_t reserve)
 			printf("%-17s %10s %12s %14s %6u\n", cap_row_name(row), "none", "-", "-", r->evals);
 			continue;
 		}
-		printf("%-17s %10u %12.3f %14.1f %6u\n", cap_row_name(row),
-		       g->q.vary == CAP_VARY_DEPTH ? cap_resnet_depth(r->max) : r->max, r->time_ms, r->throughput, r->evals);
+		printf("%-17s %9u%c %12.3f %14.1f %6u\n", cap_row_name(row),
+		       g->q.vary == CAP_VARY_DEPTH ? cap_resnet_depth(r->max) : r->max, r->max == g->q.limit ? '+' : ' ',
+		       r->time_ms, r->throughput, r->evals);
+		at_limit |= r->max == g->q.limit;
 	}
+	if (at_limit)
+		printf("+: the search's limit (%s %u): fits at every size tried\n",
+		       g->q.vary == CAP_VARY_DEPTH ? "depth" : "batch",
+		       g->q.vary == CAP_VARY_DEPTH ? cap_resnet_depth(g->q.limit) : g->q.limit);
 }
 
 /* Throughput against batch, one line per row, for every GPU's first... the
@@ -361,7 +369,7 @@ int cmd_capacity(int argc, char **argv)
 				       mp_planner_list(names, sizeof(names), ", "));
 			goto out;
 		}
-		q->limit = q->vary == CAP_VARY_BATCH ? 1u << 20 : 100000;
+		q->limit = q->vary == CAP_VARY_BATCH ? CAP_MAX_BATCH : CAP_MAX_N3;
 		if (model) {
 			q->model = model;
 			zoo_opts_init(&q->zopts);

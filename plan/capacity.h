@@ -19,6 +19,13 @@ enum cap_vary { CAP_VARY_BATCH, CAP_VARY_DEPTH };
 
 /* What is measured: the four fixed strategies, then the planners. */
 #define CAP_N_ROWS (MP_STRAT__COUNT + MP_PLANNER__COUNT)
+/* The largest sizes searched: a batch, and ResNet's n3 for --vary depth
+ * (depth 3 * (6 + 32 + n3 + 6) + 2 = 3134).  A planner that waits for its
+ * swap-outs fits any depth at batch 16 (the layer-wise minimum does not
+ * grow with depth), so without a bound its search would plan nets of 10^5
+ * blocks. */
+#define CAP_MAX_BATCH (1u << 20)
+#define CAP_MAX_N3 1000u
 const char *cap_row_name(unsigned row);
 
 struct cap_query {
