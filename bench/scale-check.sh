@@ -1,7 +1,7 @@
 #!/bin/bash
 # Scale check, run by .ci/run on the optimised build: a 10^5-layer net with
 # no conv layer (bench/mknet.sh fchain: fc, bn, relu in place, dropout) is
-# analysed in at most ANALYZE_RATIO (default 3) times the CPU of
+# analysed in at most ANALYZE_RATIO (default 4) times the CPU of
 # `memplan check` on the same file, and a 10^4-layer one is planned by each
 # planner in at most PLAN_SECONDS (default 8) of CPU.  The targets are 2x
 # check and about 1 s; the limits leave room for a loaded 2-core CI machine
@@ -12,7 +12,7 @@ set -u
 cd "$(dirname "$0")/.."
 M=${MEMPLAN:-./memplan}
 OUT=bench/out
-ANALYZE_RATIO=${ANALYZE_RATIO:-3}
+ANALYZE_RATIO=${ANALYZE_RATIO:-4}
 PLAN_SECONDS=${PLAN_SECONDS:-8}
 mkdir -p "$OUT"
 fail=0 ok=0
