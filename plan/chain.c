@@ -156,30 +156,47 @@ static uint64_t set_bytes(const struct mp_net *net, const int32_t *in_set, uint3
 
 /* Per stage: times, and in bytes its input and what its backward reads of
  * what its forward writes (the stage's output included). */
+/* Per stage the tensors its forward writes first (stage_w) and the stages'
+ * inputs (is_in), both [nt] in c. */
+static void chain_index(const struct pl_state *S, struct chain *c, const int32_t *in_set)
+{
+	const struct mp_net *net = S->net;
+	const struct mp_route *r = S->r;
+
+	c->stage_w = mp_xmalloc((S->nt + 1) * sizeof(*c->stage_w));
+	c->is_in = mp_xcalloc(S->nt + 1, 1);
+	for (uint32_t t = 0; t < S->nt; t++)
+		c->stage_w[t] = UINT32_MAX;
+	for (uint32_t s = 0; s < c->L; s++) {
+		for (int q = 0; q < 2; q++)
+			if (in_set[2 * s + q] >= 0)
+				c->is_in[in_set[2 * s + q]] = 1;
+		for (uint32_t i = c->fwd_start[s]; i < c->fwd_start[s + 1]; i++) {
+			const struct mp_op *op = &net->ops[r->op[i]];
+
+			for (uint32_t k = 0; k < op->n_out; k++)
+				if (c->stage_w[op->out[k]] == UINT32_MAX)
+					c->stage_w[op->out[k]] = s;
+		}
+	}
+}
+
+/* Per stage: times, and in bytes its input and what its backward reads of
+ * what its forward writes (the stage's output included). */
 static void chain_costs(const struct pl_state *S, struct chain *c, const int32_t *in_set,
 			uint64_t *xb, uint64_t *ab)
 {
 	const struct mp_net *net = S->net;
 	const struct mp_route *r = S->r;
-	uint32_t *stage_w = mp_xmalloc((S->nt + 1) * sizeof(*stage_w));
+	uint8_t *counted = mp_xcalloc(S->nt + 1, 1);
 
 	c->uf = mp_xcalloc(c->L, sizeof(*c->uf));
 	c->ub = mp_xcalloc(c->L, sizeof(*c->ub));
-	for (uint32_t t = 0; t < S->nt; t++)
-		stage_w[t] = UINT32_MAX;
 	for (uint32_t s = 0; s < c->L; s++) {
 		xb[s] = set_bytes(net, in_set, s);
 		ab[s] = 0;
-		for (uint32_t i = c->fwd_start[s]; i < c->fwd_start[s + 1]; i++) {
-			const struct mp_op *op = &net->ops[r->op[i]];
-
+		for (uint32_t i = c->fwd_start[s]; i < c->fwd_start[s + 1]; i++)
 			c->uf[s] += sched_op_ms(net, r->op[i], S->algo[r->op[i]]);
-			for (uint32_t k = 0; k < op->n_out; k++)
-				if (!sched_persistent(&net->tensors[op->out[k]]) && stage_w[op->out[k]] == UINT32_MAX)
-					stage_w[op->out[k]] = s;
-		}
-	}
-	for (uint32_t s = 0; s < c->L; s++) {
 		for (uint32_t j = c->bwd_lo[s]; j < c->bwd_hi[s]; j++) {
 			const struct mp_op *op = &net->ops[c->bwd_ops[j]];
 
@@ -188,9 +205,9 @@ static void chain_costs(const struct pl_state *S, struct chain *c, const int32_t
 				int32_t t = op->in[k];
 
 				/* forward tensors of this stage, counted once */
-				if (stage_w[t] == s) {
+				if (c->stage_w[t] == s && !counted[t] && !sched_persistent(&net->tensors[t])) {
 					ab[s] += net->tensors[t].bytes;
-					stage_w[t] = UINT32_MAX - 1;
+					counted[t] = 1;
 				}
 			}
 		}
@@ -200,12 +217,12 @@ static void chain_costs(const struct pl_state *S, struct chain *c, const int32_t
 		for (int q = 0; q < 2; q++) {
 			int32_t y = in_set[2 * (s + 1) + q];
 
-			if (y >= 0 && stage_w[y] == s) {
+			if (y >= 0 && c->stage_w[y] == s && !counted[y]) {
 				ab[s] += net->tensors[y].bytes;
-				stage_w[y] = UINT32_MAX - 1;
+				counted[y] = 1;
 			}
 		}
-	free(stage_w);
+	free(counted);
 }
 
 /* Is op memory-bound, cheap to re-run for the bytes it writes (everything
@@ -229,9 +246,10 @@ static bool cheap_op(const struct mp_op *op)
  * tensor (UINT64_MAX: not possible); umin[s]: per backward op, the stage's
  * forward up to the last writer of what it reads (an upper bound).
  */
-static void chain_minimal(const struct pl_state *S, struct chain *c, const int32_t *in_set,
-			  const uint32_t *stage_w, const uint8_t *is_in, uint64_t *amb)
+static void chain_minimal(const struct pl_state *S, struct chain *c, const int32_t *in_set, uint64_t *amb)
 {
+	const uint32_t *stage_w = c->stage_w;
+	const uint8_t *is_in = c->is_in;
 	const struct mp_net *net = S->net;
 	const struct mp_route *r = S->r;
 	double *prefix = mp_xmalloc((r->n_fwd + 1) * sizeof(*prefix));
@@ -287,26 +305,17 @@ static void chain_partial(const struct pl_state *S, struct chain *c, const int32
 {
 	const struct mp_net *net = S->net;
 	const struct mp_route *r = S->r;
-	uint32_t nt = S->nt, *stage_w = mp_xmalloc((nt + 1) * sizeof(*stage_w));
+	uint32_t nt = S->nt;
+	const uint32_t *stage_w = c->stage_w;
+	const uint8_t *is_in = c->is_in;
 	uint32_t *read_by = mp_xmalloc((nt + 1) * sizeof(*read_by)); /* backward stage reading t; UINT32_MAX - 1: several */
-	uint8_t *is_in = mp_xcalloc(nt + 1, 1);
 	uint64_t *dropped = mp_xcalloc(c->L, sizeof(*dropped)), *largest = mp_xcalloc(c->L, sizeof(*largest));
 
 	c->cheap = mp_xcalloc(nt + 1, 1);
 	c->upart = mp_xcalloc(c->L, sizeof(*c->upart));
 	for (uint32_t t = 0; t < nt; t++)
-		stage_w[t] = read_by[t] = UINT32_MAX;
+		read_by[t] = UINT32_MAX;
 	for (uint32_t s = 0; s < c->L; s++) {
-		for (int q = 0; q < 2; q++)
-			if (in_set[2 * s + q] >= 0)
-				is_in[in_set[2 * s + q]] = 1;
-		for (uint32_t i = c->fwd_start[s]; i < c->fwd_start[s + 1]; i++) {
-			const struct mp_op *op = &net->ops[r->op[i]];
-
-			for (uint32_t k = 0; k < op->n_out; k++)
-				if (stage_w[op->out[k]] == UINT32_MAX)
-					stage_w[op->out[k]] = s;
-		}
 		for (uint32_t j = c->bwd_lo[s]; j < c->bwd_hi[s]; j++) {
 			const struct mp_op *op = &net->ops[c->bwd_ops[j]];
 
@@ -353,9 +362,7 @@ static void chain_partial(const struct pl_state *S, struct chain *c, const int32
 	}
 	for (uint32_t s = 0; s < c->L; s++)
 		apb[s] = ab[s] - dropped[s] + largest[s];
-	chain_minimal(S, c, in_set, stage_w, is_in, amb);
-	c->stage_w = stage_w;
-	c->is_in = is_in;
+	chain_minimal(S, c, in_set, amb);
 	free(read_by);
 	free(dropped);
 	free(largest);
@@ -613,6 +620,7 @@ static int chain_try(struct pl_state *S, struct mp_plan *p, uint32_t k, struct m
 	ab = mp_xmalloc(c.L * sizeof(*ab));
 	apb = mp_xmalloc(c.L * sizeof(*apb));
 	amb = mp_xmalloc(c.L * sizeof(*amb));
+	chain_index(S, &c, in_set);
 	chain_costs(S, &c, in_set, xb, ab);
 	chain_partial(S, &c, in_set, ab, apb, amb);
 	for (uint32_t s = 0; s < c.L; s++)

@@ -19,7 +19,9 @@
 #include <math.h>
 #include <stdlib.h>
 
-uint32_t pl_forward_cuts(const struct pl_state *S, int32_t **cuts)
+/* The forward graph's cuts (route_bounds with k = 1), each once, in route
+ * order.  Returns the count; *cuts malloc'd. */
+static uint32_t forward_cuts(const struct pl_state *S, int32_t **cuts)
 {
 	uint32_t nf = S->r->n_fwd, n = 0, nb;
 	uint32_t *at = mp_xmalloc((nf + 1) * sizeof(*at));
@@ -60,7 +62,7 @@ static int checkpoint_plan(struct pl_state *S, struct mp_plan *p, const char *wh
 
 	if ((rc = pl_fits_as_is(S, p, err)) != 0)
 		return rc < 0 ? -1 : 0;
-	n = pl_forward_cuts(S, &cuts);
+	n = forward_cuts(S, &cuts);
 	ckpt = mp_xcalloc(S->nt + 1, 1);
 	m = choose(S, cuts, n, ckpt);
 	drop_all_but(S, ckpt);

@@ -172,9 +172,8 @@ static uint32_t gather(struct pl_state *S, const struct gr_ctx *g, struct gr_pic
 		}
 		if (g->swaps) {
 			double out_ms = device_copy_ms(dev, c[k].bytes, false), in_ms = device_copy_ms(dev, c[k].bytes, true);
-			bool hides;
-
 			double stall = 0;
+			bool hides;
 
 			if (c[k].cross) {
 				hides = c[k].gap_ms >= 1.1 * (out_ms + in_ms);
@@ -215,11 +214,10 @@ static uint32_t greedy_round(struct pl_state *S, struct gr_ctx *g, uint64_t exce
 	uint64_t got = 0;
 	double q_out = 0, q_in = 0; /* copies taken this round, queued on each engine */
 
+	/* gather only reads at_peak; the picks applied below mark it */
 	peak_set(S, g->at_peak);
 	n = gather(S, g, &pk);
-
 	qsort(pk, n, sizeof(*pk), by_cost_per_byte);
-	peak_set(S, g->at_peak);
 	for (uint32_t k = 0; k < n && got < excess; k++) {
 		const struct pl_cand *c = &pk[k].c;
 

@@ -16,14 +16,6 @@ int plan_chain(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_chen(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_blocks(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 
-/*
- * The forward graph's cuts: tensors that alone carry everything from the
- * steps before to the steps after (articulation points of a chain of
- * blocks, route_bounds with k = 1), each once, in route order.  Returns the
- * count; *cuts malloc'd.  O(n).
- */
-uint32_t pl_forward_cuts(const struct pl_state *S, int32_t **cuts);
-
 /* Rounds a planner may run before it gives up (each is one build), and
  * rounds in a row without a lower peak before it stops trying. */
 #define PL_MAX_ROUNDS 4000
@@ -33,9 +25,10 @@ uint32_t pl_forward_cuts(const struct pl_state *S, int32_t **cuts);
  * The rounds every planner runs: while the peak is over the budget, first
  * delay swap-ins that land on it, else hand round_fn() the candidates at the
  * peak and the excess; round_fn() edits the state (swaps, drops) and returns
- * how many edits it made.  Rebuild after each round.  Stops when a round
- * makes none, after PL_MAX_ROUNDS, or after PL_MAX_STALE_ROUNDS without a
- * lower peak.  round_fn() may reorder c.
+ * how many edits it made.  Rebuild after each round.  When a round makes
+ * none, or after PL_MAX_STALE_ROUNDS without a lower peak, compute waits for
+ * the swap-outs still copying at the peak (pl_wait_swapouts); stops when
+ * there are none, or after PL_MAX_ROUNDS.  round_fn() may reorder c.
  */
 typedef uint32_t (*pl_round_fn)(struct pl_state *S, struct pl_cand *c, uint32_t n, uint64_t excess, void *ctx);
 int pl_rounds(struct pl_state *S, struct mp_plan *p, pl_round_fn round_fn, void *ctx, struct mp_error *err);
