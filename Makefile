@@ -9,7 +9,7 @@ CC      ?= cc
 CFLAGS  ?= -O2 -g
 # -Wno-format-truncation: JSON paths in messages are cut to fixed buffers on purpose
 WARN    := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wstrict-prototypes -Werror -Wno-format-truncation
-LIBS    := -ljansson -lglpk -lcrypto -lm -lpthread -ldl
+LIBS    := -ljansson -lglpk -lCbcSolver -lCbc -lcrypto -lm -lpthread -ldl
 # SANFLAGS, not CFLAGS: `make check` sets CFLAGS on the command line, which
 # would silently drop anything added to CFLAGS here.
 ifdef SANITIZE
@@ -48,7 +48,7 @@ endif
 ANALYSIS := analysis/util.c analysis/jget.c analysis/device.c analysis/net.c \
 	    analysis/route.c analysis/sched.c analysis/sim.c analysis/policy.c \
 	    analysis/analyze.c analysis/zoo.c
-PLAN     := plan/ucudnn.c plan/arena.c plan/trace.c plan/planfile.c plan/engine.c plan/planner.c plan/superneurons.c plan/tfswap.c plan/tensile.c plan/greedy.c plan/chain.c plan/checkpoint.c plan/convconf.c plan/capacity.c
+PLAN     := plan/ucudnn.c plan/arena.c plan/trace.c plan/planfile.c plan/engine.c plan/planner.c plan/superneurons.c plan/tfswap.c plan/tensile.c plan/greedy.c plan/chain.c plan/checkpoint.c plan/optimal.c plan/convconf.c plan/capacity.c
 VERIFY   := verify/common.c verify/exec_host.c verify/kop.c verify/pool.c verify/report.c verify/probe.c verify/profile.c
 CLI      := cli/main.c cli/common.c cli/output.c cli/cmd_check.c cli/cmd_analyze.c cli/cmd_plan.c cli/cmd_capacity.c cli/cmd_gen.c cli/cmd_devices.c cli/cmd_verify.c cli/cmd_profile.c
 LIB_OBJ  := $(ANALYSIS:%.c=$(BUILD)/%.o) $(PLAN:%.c=$(BUILD)/%.o) $(VERIFY:%.c=$(BUILD)/%.o)
@@ -168,7 +168,8 @@ test: $(UNIT_BIN) memplan
 	@sh tests/run-all.sh $(UNIT_BIN)
 
 check: deps cuda-check
-	$(MAKE) BUILD=build-san SANITIZE=address,undefined CFLAGS="-O1 -g" memplan test
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
+		$(MAKE) BUILD=build-san SANITIZE=address,undefined CFLAGS="-O1 -g" memplan test
 
 bench: memplan
 	@sh bench/run.sh

@@ -309,7 +309,7 @@ int cmd_capacity(int argc, char **argv)
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
-			printf("planners: %s (memplan-plan(1))\n", mp_planner_list(names, sizeof(names), ", "));
+			printf("planners: %s (memplan-plan(1))\n", mp_planner_list(names, sizeof(names), ", ", MP_PLANNER__COUNT));
 			return EXIT_OK;
 		default:
 			return cli_bad_option("capacity", argv, usage_text);
@@ -366,7 +366,7 @@ int cmd_capacity(int argc, char **argv)
 		q->rows = (1u << MP_STRAT__COUNT) - 1;
 		if (add_planner_rows(planner, &q->rows) < 0) {
 			rc = cli_error(EXIT_BAD_INPUT, "--planner: unknown planner '%s' (auto, %s, none)", planner,
-				       mp_planner_list(names, sizeof(names), ", "));
+				       mp_planner_list(names, sizeof(names), ", ", MP_PLANNER__COUNT));
 			goto out;
 		}
 		q->limit = q->vary == CAP_VARY_BATCH ? CAP_MAX_BATCH : CAP_MAX_N3;

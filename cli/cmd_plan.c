@@ -1,7 +1,8 @@
 /*
  * memplan plan NET.json --budget SIZE [--planner auto|all|NAME]
  *   [--device NAME|FILE] [--workspace none|dynamic|wr|wd] [--workspace-limit SIZE]
- *   [--checkpoints TYPES] [-o plan.json] [--trace FILE] [--format table|json]
+ *   [--checkpoints TYPES] [--time-limit SECONDS] [-o plan.json] [--trace FILE]
+ *   [--format table|json]
  * The fastest schedule that fits the budget, written as an executable plan.
  */
 #include <errno.h>
@@ -17,7 +18,8 @@ static const char usage_text[] =
 	"usage: memplan plan NET.json --budget SIZE [--planner auto|all|NAME]\n"
 	"                    [--device NAME|FILE] [--workspace none|dynamic|wr|wd]\n"
 	"                    [--workspace-limit SIZE] [--checkpoints conv,fc,...]\n"
-	"                    [-o plan.json] [--trace FILE] [--format table|json]\n";
+	"                    [--time-limit SECONDS] [-o plan.json] [--trace FILE]\n"
+	"                    [--format table|json]\n";
 
 static const char *step_label(const struct mp_net *net, int32_t op, char *buf, size_t n)
 {
@@ -166,6 +168,7 @@ int cmd_plan(int argc, char **argv)
 		{ "workspace", required_argument, NULL, 'w' },
 		{ "workspace-limit", required_argument, NULL, 'W' },
 		{ "checkpoints", required_argument, NULL, 'c' },
+		{ "time-limit", required_argument, NULL, 'T' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "trace", required_argument, NULL, 't' },
 		{ "format", required_argument, NULL, 'f' },
@@ -176,7 +179,7 @@ int cmd_plan(int argc, char **argv)
 	int fmt = FMT_TABLE, c, rc = EXIT_OK, have_budget = 0, all = 0, which = MP_PLANNER_AUTO;
 	struct mp_plan_req req;
 	struct mp_error err = { "" };
-	struct mp_plan plans[MP_PLANNER__COUNT];
+	struct mp_plan plans[MP_PLANNER_AUTO];
 	struct mp_layer_min lmin;
 	struct mp_route route;
 	struct mp_net *net;
@@ -201,7 +204,7 @@ int cmd_plan(int argc, char **argv)
 				all = 1;
 			} else if ((which = mp_planner_parse(optarg)) < 0) {
 				return cli_error(EXIT_BAD_INPUT, "--planner: unknown planner '%s' (auto, %s, all)", optarg,
-						 mp_planner_list(names, sizeof(names), ", "));
+						 mp_planner_list(names, sizeof(names), ", ", MP_PLANNER_AUTO));
 			}
 			break;
 		case 'd':
@@ -227,6 +230,16 @@ int cmd_plan(int argc, char **argv)
 			if (cli_parse_checkpoints(optarg, &req.popts.checkpoints) < 0)
 				return EXIT_BAD_INPUT;
 			break;
+		case 'T': {
+			char *end;
+
+			errno = 0;
+			req.time_limit_s = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(req.time_limit_s > 0) || req.time_limit_s > 1e6)
+				return cli_error(EXIT_BAD_INPUT, "--time-limit: '%s' is not a number of seconds "
+						 "(more than 0, at most 1000000)", optarg);
+			break;
+		}
 		case 'o':
 			out_path = optarg;
 			break;
@@ -239,7 +252,7 @@ int cmd_plan(int argc, char **argv)
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
-			printf("planners: %s (memplan-plan(1))\n", mp_planner_list(names, sizeof(names), ", "));
+			printf("planners: %s (memplan-plan(1))\n", mp_planner_list(names, sizeof(names), ", ", MP_PLANNER_AUTO));
 			return EXIT_OK;
 		default:
 			return cli_bad_option("plan", argv, usage_text);
@@ -282,10 +295,11 @@ int cmd_plan(int argc, char **argv)
 			       lmin.step + 1, step_label(net, lmin.op, lab, sizeof(lab)));
 		goto out_route;
 	}
-	for (int i = 0; i < MP_PLANNER__COUNT; i++)
+	for (int i = 0; i < MP_PLANNER_AUTO; i++)
 		plan_init(&plans[i]);
-	for (int i = 0; i < MP_PLANNER__COUNT; i++) {
-		if (!all && which != MP_PLANNER_AUTO && which != i)
+	/* auto and all run the near-linear planners; optimal runs by name */
+	for (int i = 0; i < MP_PLANNER_AUTO; i++) {
+		if (which == MP_PLANNER_AUTO ? i >= MP_PLANNER__COUNT : which != i)
 			continue;
 		if (plan_run(net, &route, (enum mp_planner)i, &req, &plans[i], &err) < 0) {
 			rc = cli_error(strncmp(err.msg, "internal", 8) ? EXIT_BAD_INPUT : EXIT_INTERNAL, "%s: %s",
@@ -354,7 +368,7 @@ int cmd_plan(int argc, char **argv)
 	if (trace_path && write_json_file(trace_path, plan_trace_json(net, &plans[best]), "--trace", JSON_REAL_PRECISION(12)) != 0)
 		rc = EXIT_BAD_INPUT;
 out_plans:
-	for (int i = 0; i < MP_PLANNER__COUNT; i++)
+	for (int i = 0; i < MP_PLANNER_AUTO; i++)
 		plan_release(&plans[i]);
 out_route:
 	route_release(&route);

@@ -429,6 +429,18 @@ static int greedy_pass(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, 
 
 /* Two passes, recomputation alone and with swaps too: where the copies
  * cannot keep up, swaps taken early block cheaper drops; the better wins. */
+int plan_greedy_recompute(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
+{
+	struct gr_ctx g0 = { 0 };
+	int rc;
+
+	S->prefetch = PL_PREFETCH_JIT;
+	S->max_entries = GR_MAX_ENTRIES * S->r->n + 1024;
+	rc = greedy_pass(S, p, &g0, err);
+	S->max_entries = 0;
+	return rc;
+}
+
 int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 {
 	struct gr_ctx g0 = { 0 }, g1 = { .swaps = true };

@@ -21,14 +21,18 @@ enum mp_planner {
 	MP_PLANNER_CHAIN,       /* optimal checkpointing of the chain of blocks (rotor's DP) */
 	MP_PLANNER_CHEN,        /* sqrt(n) checkpoints (Chen et al. 2016), the by-hand baseline */
 	MP_PLANNER_BLOCKS,      /* checkpoint-blocks: torch.utils.checkpoint on every block */
-	MP_PLANNER__COUNT,
-	MP_PLANNER_AUTO = MP_PLANNER__COUNT, /* not a planner: best of the others */
+	MP_PLANNER__COUNT,      /* the planners auto and all run: near-linear */
+	/* the exact MILP (Checkmate's), run only by name: its solve may take up
+	 * to the request's time limit */
+	MP_PLANNER_OPTIMAL = MP_PLANNER__COUNT,
+	MP_PLANNER_AUTO,        /* not a planner: best of the first __COUNT */
 };
 const char *mp_planner_name(enum mp_planner p);
 int mp_planner_parse(const char *s); /* "auto" -> MP_PLANNER_AUTO; -1 */
-/* The planners' names joined by sep ("superneurons, tf-swap, ..."), into
- * buf (cut to n bytes).  Returns buf. */
-char *mp_planner_list(char *buf, size_t n, const char *sep);
+/* The names of the first count planners (MP_PLANNER__COUNT: those auto
+ * runs; MP_PLANNER_AUTO: with optimal) joined by sep ("superneurons,
+ * tf-swap, ..."), into buf (cut to n bytes).  Returns buf. */
+char *mp_planner_list(char *buf, size_t n, const char *sep, int count);
 
 /* Convolution algorithm choice (memplan-plan(1) --workspace). */
 enum mp_ws_mode {
@@ -44,6 +48,7 @@ struct mp_plan_req {
 	enum mp_ws_mode ws_mode;
 	uint64_t ws_limit_bytes;        /* wr: per kernel; wd: total; 0: budget */
 	struct mp_policy_opts popts;    /* checkpoints */
+	double time_limit_s;            /* optimal: solver time limit; 0: OPT_DEFAULT_LIMIT_S */
 };
 
 struct mp_plan {

@@ -8,9 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-static const char *const names[MP_PLANNER__COUNT + 1] = {
-	"superneurons", "tf-swap", "tensile", "greedy", "chain", "chen", "checkpoint-blocks", "auto",
+static const char *const names[MP_PLANNER_AUTO + 1] = {
+	"superneurons", "tf-swap", "tensile", "greedy", "chain", "chen", "checkpoint-blocks", "optimal", "auto",
 };
 
 const char *mp_planner_name(enum mp_planner p)
@@ -28,14 +29,22 @@ int mp_planner_parse(const char *s)
 	return -1;
 }
 
-char *mp_planner_list(char *buf, size_t n, const char *sep)
+char *mp_planner_list(char *buf, size_t n, const char *sep, int count)
 {
 	size_t l = 0;
 
 	buf[0] = 0;
-	for (int i = 0; i < MP_PLANNER__COUNT && l < n; i++)
+	for (int i = 0; i < count && i < MP_PLANNER_AUTO && l < n; i++)
 		l += (size_t)snprintf(buf + l, n - l, "%s%s", i ? sep : "", names[i]);
 	return buf;
+}
+
+double plan_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 void plan_init(struct mp_plan *p)
@@ -151,8 +160,9 @@ uint32_t pl_take_until(struct pl_state *S, const struct pl_cand *c, uint32_t n, 
 int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner which,
 	     const struct mp_plan_req *req, struct mp_plan *out, struct mp_error *err)
 {
-	static int (*const fns[MP_PLANNER__COUNT])(struct pl_state *, struct mp_plan *, struct mp_error *) = {
+	static int (*const fns[MP_PLANNER_AUTO])(struct pl_state *, struct mp_plan *, struct mp_error *) = {
 		plan_superneurons, plan_tfswap, plan_tensile, plan_greedy, plan_chain, plan_chen, plan_blocks,
+		plan_optimal,
 	};
 	struct pl_state S;
 	struct mp_schedule base;
@@ -160,7 +170,7 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 	struct mp_policy_opts po = req->popts;
 	int rc;
 
-	MP_ASSERT(which < MP_PLANNER__COUNT);
+	MP_ASSERT(which < MP_PLANNER_AUTO);
 	plan_release(out);
 	plan_init(out);
 	out->planner = which;
@@ -189,11 +199,22 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 	/* The schedule must fit twice: its simulated peak, and the arena its
 	 * allocations are placed in (fragmentation, workspace grown into every
 	 * step's free memory).  When the arena overflows, plan again for a
-	 * budget smaller by the overflow, a few times. */
+	 * budget smaller by the overflow, a few times; an attempt that does
+	 * not reach its smaller budget gives way to the one before it.  The
+	 * attempts share optimal's time limit. */
 	{
 		struct mp_plan_req eff = *req;
+		struct mp_plan prev;
+		bool have_prev = false;
+		double limit = req->time_limit_s > 0 ? req->time_limit_s : OPT_DEFAULT_LIMIT_S;
+		double t0 = plan_now_s();
 
 		for (int attempt = 0; attempt < PLAN_ARENA_ATTEMPTS; attempt++) {
+			if (attempt) {
+				double left = limit - (plan_now_s() - t0);
+
+				eff.time_limit_s = left > 1 ? left : 1;
+			}
 			pl_init(&S, net, r, &eff);
 			if ((req->ws_mode == MP_WS_WR || req->ws_mode == MP_WS_WD) &&
 			    plan_conv_configs(net, req, S.algo, S.micro_n, S.micro, err) < 0) {
@@ -217,8 +238,16 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 			plan_assign_arena_within(net, out, req->budget_bytes);
 			if (out->sim.peak_bytes <= req->budget_bytes && out->arena_bytes <= req->budget_bytes)
 				break; /* fits */
-			if (out->sim.peak_bytes > eff.budget_bytes || out->arena_bytes <= req->budget_bytes)
-				break; /* the planner cannot go lower: shrinking will not help */
+			if (out->sim.peak_bytes > eff.budget_bytes || out->arena_bytes <= req->budget_bytes) {
+				/* the planner cannot go lower: shrinking will not help */
+				if (have_prev && prev.arena_bytes <= out->arena_bytes) {
+					plan_release(out);
+					*out = prev;
+					have_prev = false;
+					eff.budget_bytes = req->budget_bytes;
+				}
+				break;
+			}
 			{
 				/* below the peak this plan reached, by what its arena
 				 * overflowed, twice that the next time */
@@ -231,7 +260,19 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 			}
 			if (attempt == PLAN_ARENA_ATTEMPTS - 1)
 				break;
+			/* this attempt waits as prev; out starts again */
+			if (have_prev)
+				plan_release(&prev);
+			prev = *out;
+			have_prev = true;
+			plan_init(out);
+			out->planner = prev.planner;
+			out->baseline_ms = prev.baseline_ms;
+			out->baseline_peak = prev.baseline_peak;
+			out->uncached_swap_bytes = prev.uncached_swap_bytes;
 		}
+		if (have_prev)
+			plan_release(&prev);
 		if (eff.budget_bytes < req->budget_bytes && out->arena_bytes <= req->budget_bytes) {
 			size_t l = strlen(out->note);
 

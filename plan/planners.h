@@ -12,9 +12,25 @@ int plan_superneurons(struct pl_state *S, struct mp_plan *p, struct mp_error *er
 int plan_tfswap(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_tensile(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
+/* greedy's first pass alone: drops, no swaps (optimal's starts). */
+int plan_greedy_recompute(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_chain(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_chen(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_blocks(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
+int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
+
+/* Seconds on a monotonic clock (solver time limits). */
+double plan_now_s(void);
+
+/* optimal: the largest model it builds (variables, as om_build estimates
+ * them: up to 1.3x the real count), its default time limit in seconds, and
+ * how fast CBC solves a model's LP relaxation, which it does before it
+ * looks at the clock: about cols^2 / 7.6e7 seconds (ResNet-34's 80600
+ * estimated variables took 85 s on a 2-CPU VM).  A model whose relaxation
+ * alone would outlast the time limit is refused. */
+#define OPT_MAX_COLS 250000u
+#define OPT_DEFAULT_LIMIT_S 60.0
+#define OPT_LP_COLS2_PER_S 7.6e7
 
 /* Rounds a planner may run before it gives up (each is one build), and
  * rounds in a row without a lower peak before it stops trying. */

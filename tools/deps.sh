@@ -3,7 +3,7 @@
 # apt-get; otherwise it names the packages and stops.
 need=""
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in gcc make libjansson-dev libglpk-dev libssl-dev; do
+for p in gcc make libjansson-dev libglpk-dev coinor-libcbc-dev libssl-dev; do
 	have "$p" || need="$need $p"
 done
 [ -z "$need" ] && exit 0

@@ -69,14 +69,31 @@ expect_run "checkpoint-blocks at 50%" 0 --stdout-grep "^planner +checkpoint-bloc
 	memplan plan examples/resnet50-b32.json --budget 1.4G --planner checkpoint-blocks
 expect_run "chen leaves a net that fits alone" 0 --stdout-grep "^planner +chen: liveness fits: nothing to checkpoint$" -- \
 	memplan plan examples/resnet50-b32.json --budget 3G --planner chen
-expect_run "help lists the planners" 0 --stdout-grep "^planners: superneurons, tf-swap, tensile, greedy, chain, chen, checkpoint-blocks \(memplan-plan\(1\)\)$" -- \
+# optimal: the proven optimum of a small net (examples/residual.json at 57
+# KiB: its layer2 rebuilt once, 0.4 ms), a proof that recomputing alone
+# cannot fit 47.9 KiB, and a net too large for the model refused at once
+expect_run "optimal proves its plan" 0 --stdout-grep "^planner +optimal: proven optimal: 0.400 ms recomputed \([0-9]+ variables, [0-9]+ constraints, [0-9.]+ s\)$" -- \
+	memplan plan examples/residual.json --budget 58339 --planner optimal --workspace none
+expect_run "optimal time" 0 --stdout-grep "^iteration time   6.300 ms \(unconstrained 5.900 ms, overhead 6.8%\)$" -- \
+	memplan plan examples/residual.json --budget 58339 --planner optimal --workspace none
+expect_run "optimal proves none fits" 1 --stdout-grep '"note": "proven: no plan that only recomputes fits' -- \
+	memplan plan examples/residual.json --budget 49000 --planner optimal --workspace none --format json
+expect_run "optimal refuses a large net" 2 --stderr-grep "optimal: the net is too large for the exact planner \(1227 ops: about [0-9]+ variables, the limit is 250000\); use chain or greedy$" -- \
+	memplan plan examples/seq2seq-attention.json --budget 2G --planner optimal
+expect_run "optimal refuses a model the time limit cannot solve" 2 --stderr-grep "optimal: the net is too large for a 60 s time limit \(460 ops: about [0-9]+ variables, whose LP relaxation alone takes about [0-9]+ s\); use --time-limit [0-9]+, or chain or greedy$" -- \
+	memplan plan examples/resnet50-b32.json --budget 1.4G --planner optimal
+expect_run "bad time limit" 2 --stderr "memplan: --time-limit: 'soon' is not a number of seconds (more than 0, at most 1000000)" -- \
+	memplan plan examples/tiny.json --budget 1G --planner optimal --time-limit soon
+expect_run "zero time limit" 2 --stderr-grep "^memplan: --time-limit: '0' is not a number of seconds" -- \
+	memplan plan examples/tiny.json --budget 1G --planner optimal --time-limit 0
+expect_run "help lists the planners" 0 --stdout-grep "^planners: superneurons, tf-swap, tensile, greedy, chain, chen, checkpoint-blocks, optimal \(memplan-plan\(1\)\)$" -- \
 	memplan plan -h
 
 # bad usage
 expect_run "no budget" 2 --stderr-grep "plan: --budget is required" -- memplan plan examples/tiny.json
 expect_run "bad budget" 2 --stderr "memplan: --budget: 'lots' is not a size (expected a number with an optional unit such as 512M or 11G)" -- \
 	memplan plan examples/tiny.json --budget lots
-expect_run "bad planner" 2 --stderr "memplan: --planner: unknown planner 'magic' (auto, superneurons, tf-swap, tensile, greedy, chain, chen, checkpoint-blocks, all)" -- \
+expect_run "bad planner" 2 --stderr "memplan: --planner: unknown planner 'magic' (auto, superneurons, tf-swap, tensile, greedy, chain, chen, checkpoint-blocks, optimal, all)" -- \
 	memplan plan examples/tiny.json --budget 1G --planner magic
 expect_run "bad workspace" 2 --stderr "memplan: --workspace: unknown mode 'big' (none, dynamic, wr, wd)" -- \
 	memplan plan examples/tiny.json --budget 1G --workspace big

@@ -1,0 +1,988 @@
+/*
+ * optimal: the exact reference planner, Checkmate's MILP (Jain et al. 2020,
+ * "Checkmate: Breaking the Memory Wall with Optimal Tensor
+ * Rematerialization", section 4) over memplan's own memory rules, solved by
+ * CBC (COIN-OR branch and cut; GLPK found no integer solution of U-Net's
+ * model in 60 s where CBC's feasibility pump found one in 2 s).
+ *
+ * Stages are route steps: stage t re-runs some forward ops, then runs route
+ * op t.  Variables (all binary but U):
+ *   R[t][m]     block m re-runs in stage t (Checkmate's R);
+ *   S[t][x]     tensor x is resident when stage t starts (S);
+ *   F[t][x][k]  x is freed after position k of stage t (FREE);
+ *   U[t][k]     bytes of the tracked tensors resident after position k
+ *               allocates (U).
+ * A block is a set of forward ops that write the same tensors (an in-place
+ * relu and its producer): it re-runs whole, in route order, so every tensor
+ * it rebuilds holds the version the original run left.  Tracked tensors are
+ * the non-persistent ones a forward op writes; every other tensor's lifetime
+ * is fixed by the route and enters each position's budget as a constant, as
+ * do workspaces.  min sum R[t][m] ms(m) subject to
+ *   a position runs only when what it reads is resident:
+ *     A(k) <= S[t][x] + R[t][block(x)]            (Checkmate 1b, 1c)
+ *   a tensor stays only if it was there or was rebuilt:
+ *     S[t+1][x] <= S[t][x] + R[t][block(x)]         (1d)
+ *   a tensor is freed only after its last reader of the stage, and only if
+ *   the next stage does not keep it:
+ *     F <= A(k), F <= 1 - S[t+1][x], F <= 1 - A(j) for later readers j
+ *   memory: U[t][0] = sum_x S[t][x] b(x) + A(0) alloc(0),
+ *     U[t][k] = U[t][k-1] - sum_x F[t][x][k-1] b(x) + A(k) alloc(k),
+ *     U[t][k] + A(k) ws(k) <= budget - fixed(t, k).
+ * A(k) is R[t][block of position k], or 1 for route op t.  Stage t
+ * considers only the blocks route op t needs, directly or through other
+ * re-runs (a re-run nothing in its stage reads moves to the next stage
+ * that does without raising any peak).  The shared emitter frees each
+ * tensor at its last touch, never later than the model does, so the
+ * schedule's simulated peak is at most the model's and its time is the
+ * model's objective plus the route's time: the optimum is exact for plans
+ * that recompute and do not swap.
+ *
+ * The solver starts from the fastest fitting plan of chain, greedy (without
+ * swaps), chen and checkpoint-blocks, so it never returns worse, and its
+ * bound says how far that plan may be from the optimum.
+ *
+ * Size: O(stages x forward ops) variables.  CBC proves the optimum of a few
+ * dozen ops in a second; past OPT_MAX_COLS variables the planner refuses.
+ */
+#include "planners.h"
+
+#include <coin/Cbc_C_Interface.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE UINT32_MAX
+/* The model counts KiB: byte coefficients of 10^10 strain a solver's
+ * tolerances. */
+#define KIB 1024.0
+
+struct om {
+	const struct pl_state *S;
+	uint32_t n;                 /* route steps */
+	uint32_t *blk;              /* [n_ops] block of a forward op; NONE else */
+	uint32_t n_blk;
+	uint8_t *brc;               /* [n_blk] the block may re-run */
+	uint32_t *blast;            /* [n_blk] its last route step */
+	double *bms;                /* [n_blk] milliseconds to re-run it */
+	uint32_t *bops_start, *bops; /* ops of each block in route order (CSR) */
+	uint32_t *bcols;            /* [n_blk] U and F columns a re-run of it adds (at most) */
+	uint8_t *tracked;           /* [nt] */
+	uint32_t *tblk;             /* [nt] block that writes a tracked tensor */
+	uint32_t *tfirst;           /* [nt] route step of its first write */
+	uint32_t *tlast;            /* [nt] last stage that may read it */
+	uint64_t *alloc;            /* [n_ops] tracked bytes an op writes first */
+	uint64_t *fixed;            /* [n] untracked bytes resident during re-runs of stage t */
+	uint64_t *fixed_op;         /* [n] ... and during route op t */
+	uint32_t *cand_start, *cand; /* per stage: blocks it may re-run (CSR) */
+	double *op_ms;              /* [n_ops] */
+	uint64_t *op_ws;            /* [n_ops] */
+};
+
+static uint32_t find(uint32_t *p, uint32_t a)
+{
+	while (p[a] != a)
+		a = p[a] = p[p[a]];
+	return a;
+}
+
+/* Time and workspace of an op as the state runs it (algorithm, micro-batches). */
+static void op_cost(const struct pl_state *S, int32_t o, double *ms, uint64_t *ws)
+{
+	const struct mp_net *net = S->net;
+
+	if (S->micro_n[o] > 1) {
+		*ms = 0;
+		*ws = 0;
+		for (uint32_t k = 0; k < S->micro_n[o]; k++) {
+			double m;
+			uint64_t w;
+
+			sched_micro_cost(net, o, S->micro[o][k].algo, S->micro[o][k].batch, &m, &w);
+			*ms += m;
+			if (w > *ws)
+				*ws = w;
+		}
+	} else {
+		*ms = sched_op_ms(net, o, S->algo[o]);
+		*ws = sched_ws_bytes(net, o, S->algo[o]);
+	}
+	if (net->ops[o].ws < 0)
+		*ws = 0;
+}
+
+/* Blocks, tracked tensors, fixed memory and each stage's candidate blocks.
+ * Returns the number of model columns (variables). */
+static uint64_t om_build(struct om *M, const struct pl_state *S)
+{
+	const struct mp_net *net = S->net;
+	const struct mp_route *r = S->r;
+	uint32_t nt = net->n_tensors, nf = r->n_fwd, *par, *stamp, *stack, cap = 0, n_cand = 0;
+	uint64_t cols = 0, persistent = 0, *delta;
+	uint32_t *ulast;
+
+	memset(M, 0, sizeof(*M));
+	M->S = S;
+	M->n = r->n;
+	M->blk = mp_xmalloc((net->n_ops + 1) * sizeof(*M->blk));
+	M->tracked = mp_xcalloc(nt + 1, 1);
+	M->tblk = mp_xmalloc((nt + 1) * sizeof(*M->tblk));
+	M->tfirst = mp_xmalloc((nt + 1) * sizeof(*M->tfirst));
+	M->tlast = mp_xcalloc(nt + 1, sizeof(*M->tlast));
+	M->alloc = mp_xcalloc(net->n_ops + 1, sizeof(*M->alloc));
+	M->op_ms = mp_xmalloc((net->n_ops + 1) * sizeof(*M->op_ms));
+	M->op_ws = mp_xmalloc((net->n_ops + 1) * sizeof(*M->op_ws));
+	for (uint32_t o = 0; o < net->n_ops; o++) {
+		M->blk[o] = NONE;
+		op_cost(S, (int32_t)o, &M->op_ms[o], &M->op_ws[o]);
+	}
+	for (uint32_t t = 0; t < nt; t++) {
+		const struct mp_tensor *x = &net->tensors[t];
+
+		M->tblk[t] = M->tfirst[t] = NONE;
+		M->tracked[t] = !sched_persistent(x) && x->kind != MP_TK_WORKSPACE && x->producer >= 0 &&
+				net->ops[x->producer].phase == MP_PHASE_FWD;
+		if (M->tracked[t])
+			M->tfirst[t] = r->pos[x->producer];
+	}
+	/* blocks: forward ops joined by the tensors they write */
+	par = mp_xmalloc((net->n_ops + 1) * sizeof(*par));
+	for (uint32_t o = 0; o < net->n_ops; o++)
+		par[o] = o;
+	for (uint32_t t = 0; t < nt; t++)
+		for (uint32_t j = S->fw_start[t] + 1; j < S->fw_start[t + 1]; j++)
+			par[find(par, S->fw_list[j])] = find(par, S->fw_list[S->fw_start[t]]);
+	for (uint32_t i = 0; i < nf; i++) {
+		uint32_t o = (uint32_t)r->op[i], root = find(par, o);
+
+		if (M->blk[root] == NONE)
+			M->blk[root] = M->n_blk++;
+		M->blk[o] = M->blk[root];
+	}
+	free(par);
+	M->brc = mp_xmalloc(M->n_blk + 1);
+	M->blast = mp_xcalloc(M->n_blk + 1, sizeof(*M->blast));
+	M->bms = mp_xcalloc(M->n_blk + 1, sizeof(*M->bms));
+	M->bops_start = mp_xcalloc(M->n_blk + 2, sizeof(*M->bops_start));
+	M->bops = mp_xmalloc((nf + 1) * sizeof(*M->bops));
+	memset(M->brc, 1, M->n_blk + 1);
+	for (uint32_t i = 0; i < nf; i++) {
+		uint32_t o = (uint32_t)r->op[i], b = M->blk[o];
+
+		M->bops_start[b + 1]++;
+		M->blast[b] = i;
+		M->bms[b] += M->op_ms[o];
+		if (!net->ops[o].recomputable)
+			M->brc[b] = 0;
+	}
+	for (uint32_t b = 0; b < M->n_blk; b++)
+		M->bops_start[b + 1] += M->bops_start[b];
+	M->bcols = mp_xcalloc(M->n_blk + 1, sizeof(*M->bcols));
+	for (uint32_t i = 0; i < nf; i++)
+		M->bcols[M->blk[r->op[i]]] += 1 + net->ops[r->op[i]].n_in + net->ops[r->op[i]].n_out;
+	{
+		uint32_t *fill = mp_xcalloc(M->n_blk + 1, sizeof(*fill));
+
+		for (uint32_t i = 0; i < nf; i++) {
+			uint32_t b = M->blk[r->op[i]];
+
+			M->bops[M->bops_start[b] + fill[b]++] = (uint32_t)r->op[i];
+		}
+		free(fill);
+	}
+	for (uint32_t t = 0; t < nt; t++)
+		if (M->tracked[t])
+			M->tblk[t] = M->blk[net->tensors[t].producer];
+	/* what a re-run cannot reproduce: a tensor a later phase writes again
+	 * (its block stays, and so do its forward readers, who read a version
+	 * only the original run has), or a version a later write of its block
+	 * replaces (the reader's block stays) */
+	{
+		uint8_t *again = mp_xcalloc(nt + 1, 1);
+
+		for (uint32_t i = nf; i < r->n; i++) {
+			const struct mp_op *op = &net->ops[r->op[i]];
+
+			for (uint32_t k = 0; k < op->n_out; k++)
+				if (M->tracked[op->out[k]]) {
+					again[op->out[k]] = 1;
+					M->brc[M->tblk[op->out[k]]] = 0;
+				}
+		}
+		for (uint32_t i = 0; i < nf; i++) {
+			const struct mp_op *op = &net->ops[r->op[i]];
+			uint32_t b = M->blk[r->op[i]];
+
+			for (uint32_t k = 0; k < op->n_in; k++) {
+				int32_t x = op->in[k];
+
+				if (M->tracked[x] && (again[x] || (M->tblk[x] != b && M->blast[M->tblk[x]] > i)))
+					M->brc[b] = 0;
+			}
+			for (uint32_t k = 0; k < op->n_out; k++)
+				if (M->tracked[op->out[k]] && net->tensors[op->out[k]].producer == r->op[i])
+					M->alloc[r->op[i]] += net->tensors[op->out[k]].bytes;
+		}
+		free(again);
+	}
+	/* fixed memory: persistent tensors, and the others no forward op writes,
+	 * each from its first write to its last touch (parameter gradients
+	 * nobody reads stay) */
+	delta = mp_xcalloc(r->n + 2, sizeof(*delta));
+	ulast = mp_xmalloc((nt + 1) * sizeof(*ulast));
+	for (uint32_t t = 0; t < nt; t++) {
+		const struct mp_tensor *x = &net->tensors[t];
+
+		ulast[t] = NONE;
+		if (sched_persistent(x))
+			persistent += x->bytes;
+	}
+	{
+		uint32_t *ufirst = mp_xmalloc((nt + 1) * sizeof(*ufirst));
+		uint8_t *read = mp_xcalloc(nt + 1, 1);
+
+		for (uint32_t t = 0; t < nt; t++)
+			ufirst[t] = NONE;
+		for (uint32_t i = 0; i < r->n; i++) {
+			const struct mp_op *op = &net->ops[r->op[i]];
+
+			for (uint32_t k = 0; k < op->n_in + op->n_out; k++) {
+				int32_t t = k < op->n_in ? op->in[k] : op->out[k - op->n_in];
+				const struct mp_tensor *x = &net->tensors[t];
+
+				if (k < op->n_in)
+					read[t] = 1;
+				if (M->tracked[t] || sched_persistent(x) || x->kind == MP_TK_WORKSPACE)
+					continue;
+				if (ufirst[t] == NONE)
+					ufirst[t] = i;
+				ulast[t] = i;
+			}
+		}
+		M->fixed = mp_xcalloc(r->n + 1, sizeof(*M->fixed));
+		M->fixed_op = mp_xcalloc(r->n + 1, sizeof(*M->fixed_op));
+		/* delta[i]: bytes allocated at step i; freed after ulast */
+		{
+			uint64_t *freed = mp_xcalloc(r->n + 2, sizeof(*freed)), live = persistent;
+
+			for (uint32_t t = 0; t < nt; t++) {
+				if (ufirst[t] == NONE)
+					continue;
+				delta[ufirst[t]] += net->tensors[t].bytes;
+				if (!(net->tensors[t].kind == MP_TK_PARAM_GRAD && !read[t]))
+					freed[ulast[t]] += net->tensors[t].bytes;
+			}
+			for (uint32_t i = 0; i < r->n; i++) {
+				M->fixed[i] = live;
+				M->fixed_op[i] = live + delta[i];
+				live = live + delta[i] - freed[i];
+			}
+			free(freed);
+		}
+		free(ufirst);
+		free(read);
+	}
+	free(delta);
+	free(ulast);
+	/* candidates: the blocks route op t needs, through re-runs */
+	stamp = mp_xmalloc((M->n_blk + 1) * sizeof(*stamp));
+	for (uint32_t b = 0; b <= M->n_blk; b++)
+		stamp[b] = NONE;
+	stack = mp_xmalloc((M->n_blk + 1) * sizeof(*stack));
+	M->cand_start = mp_xcalloc(r->n + 2, sizeof(*M->cand_start));
+	for (uint32_t t = 0; t < r->n; t++) {
+		const struct mp_op *op = &net->ops[r->op[t]];
+		uint32_t sp = 0, c0 = n_cand;
+
+		for (uint32_t k = 0; k < op->n_in + op->n_out; k++) {
+			int32_t x = k < op->n_in ? op->in[k] : op->out[k - op->n_in];
+
+			if (!M->tracked[x])
+				continue;
+			if (t > M->tlast[x])
+				M->tlast[x] = t;
+			if (k < op->n_in) {
+				uint32_t b = M->tblk[x];
+
+				if (M->brc[b] && M->blast[b] < t && stamp[b] != t) {
+					stamp[b] = t;
+					stack[sp++] = b;
+				}
+			}
+		}
+		while (sp) {
+			uint32_t b = stack[--sp];
+
+			mp_grow((void **)&M->cand, &cap, n_cand + 1, sizeof(*M->cand));
+			M->cand[n_cand++] = b;
+			for (uint32_t j = M->bops_start[b]; j < M->bops_start[b + 1]; j++) {
+				const struct mp_op *bo = &net->ops[M->bops[j]];
+
+				for (uint32_t k = 0; k < bo->n_in + bo->n_out; k++) {
+					int32_t x = k < bo->n_in ? bo->in[k] : bo->out[k - bo->n_in];
+					uint32_t c;
+
+					if (!M->tracked[x])
+						continue;
+					if (t > M->tlast[x])
+						M->tlast[x] = t;
+					c = M->tblk[x];
+					if (k < bo->n_in && c != b && M->brc[c] && stamp[c] != t) {
+						stamp[c] = t;
+						stack[sp++] = c;
+					}
+				}
+			}
+		}
+		/* in route order of their last op: what a block reads of
+		 * another is final once that block's last op has run */
+		for (uint32_t a = c0 + 1; a < n_cand; a++)
+			for (uint32_t j = a; j > c0 && M->blast[M->cand[j - 1]] > M->blast[M->cand[j]]; j--) {
+				uint32_t tmp = M->cand[j];
+
+				M->cand[j] = M->cand[j - 1];
+				M->cand[j - 1] = tmp;
+			}
+		M->cand_start[t + 1] = n_cand;
+		/* R per block, U per position, F per touch (at most) */
+		cols += 1 + op->n_in + op->n_out;
+		for (uint32_t c = c0; c < n_cand; c++)
+			cols += 1 + M->bcols[M->cand[c]];
+	}
+	free(stamp);
+	free(stack);
+	for (uint32_t t = 0; t < nt; t++)
+		if (M->tracked[t] && M->tlast[t] > M->tfirst[t])
+			cols += M->tlast[t] - M->tfirst[t];
+	return cols;
+}
+
+static void om_free(struct om *M)
+{
+	free(M->blk);
+	free(M->brc);
+	free(M->blast);
+	free(M->bms);
+	free(M->bops_start);
+	free(M->bops);
+	free(M->bcols);
+	free(M->tracked);
+	free(M->tblk);
+	free(M->tfirst);
+	free(M->tlast);
+	free(M->alloc);
+	free(M->fixed);
+	free(M->fixed_op);
+	free(M->cand_start);
+	free(M->cand);
+	free(M->op_ms);
+	free(M->op_ws);
+}
+
+/* ---- the MILP ----------------------------------------------------------- */
+
+/* The model as the solver takes it: columns, rows, and the matrix as
+ * (row, column, value) triplets, all 0-based. */
+struct lp {
+	uint32_t n_col, col_cap, n_row, row_cap, n_nz, nz_cap;
+	double *col_ub, *obj;
+	uint8_t *is_int;
+	double *row_lo, *row_hi;
+	int *ti, *tj;
+	double *tv;
+};
+
+/* A binary column, or (kind 'c') a continuous one in [0, ub].  Columns are
+ * numbered from 1: 0 means none. */
+static int col_new(struct lp *L, char kind, double ub, double obj)
+{
+	if (L->n_col + 1 >= L->col_cap) {
+		L->col_cap = L->col_cap ? 2 * L->col_cap : 1024;
+		L->col_ub = mp_xrealloc(L->col_ub, L->col_cap * sizeof(*L->col_ub));
+		L->obj = mp_xrealloc(L->obj, L->col_cap * sizeof(*L->obj));
+		L->is_int = mp_xrealloc(L->is_int, L->col_cap);
+	}
+	L->col_ub[L->n_col] = kind == 'c' ? ub : 1.0;
+	L->obj[L->n_col] = obj;
+	L->is_int[L->n_col] = kind != 'c';
+	return (int)++L->n_col;
+}
+
+/* The row being written: its columns and coefficients (column 0: none). */
+struct row {
+	uint32_t n, cap;
+	int *col;
+	double *a;
+};
+
+static void row_add(struct row *R, int col, double a)
+{
+	if (!col)
+		return;
+	if (R->n + 1 >= R->cap) {
+		R->cap = R->cap ? 2 * R->cap : 64;
+		R->col = mp_xrealloc(R->col, R->cap * sizeof(*R->col));
+		R->a = mp_xrealloc(R->a, R->cap * sizeof(*R->a));
+	}
+	R->col[R->n] = col;
+	R->a[R->n++] = a;
+}
+
+enum { ROW_LE, ROW_GE, ROW_EQ };
+
+/* Emit the row as sum <= bound, >= bound or = bound; clear it. */
+static void row_emit(struct lp *L, struct row *R, int type, double bound)
+{
+	if (L->n_row + 1 >= L->row_cap) {
+		L->row_cap = L->row_cap ? 2 * L->row_cap : 1024;
+		L->row_lo = mp_xrealloc(L->row_lo, L->row_cap * sizeof(*L->row_lo));
+		L->row_hi = mp_xrealloc(L->row_hi, L->row_cap * sizeof(*L->row_hi));
+	}
+	L->row_lo[L->n_row] = type == ROW_LE ? -DBL_MAX : bound;
+	L->row_hi[L->n_row] = type == ROW_GE ? DBL_MAX : bound;
+	if (L->n_nz + R->n + 1 >= L->nz_cap) {
+		while (L->n_nz + R->n + 1 >= L->nz_cap)
+			L->nz_cap = L->nz_cap ? 2 * L->nz_cap : 4096;
+		L->ti = mp_xrealloc(L->ti, L->nz_cap * sizeof(*L->ti));
+		L->tj = mp_xrealloc(L->tj, L->nz_cap * sizeof(*L->tj));
+		L->tv = mp_xrealloc(L->tv, L->nz_cap * sizeof(*L->tv));
+	}
+	for (uint32_t k = 0; k < R->n; k++) {
+		L->ti[L->n_nz] = (int)L->n_row;
+		L->tj[L->n_nz] = R->col[k] - 1;
+		L->tv[L->n_nz++] = R->a[k];
+	}
+	L->n_row++;
+	R->n = 0;
+}
+
+static void lp_free(struct lp *L)
+{
+	free(L->col_ub);
+	free(L->obj);
+	free(L->is_int);
+	free(L->row_lo);
+	free(L->row_hi);
+	free(L->ti);
+	free(L->tj);
+	free(L->tv);
+}
+
+static void row2(struct lp *L, struct row *R, int type, double bound, int c1, double a1, int c2, double a2)
+{
+	row_add(R, c1, a1);
+	row_add(R, c2, a2);
+	row_emit(L, R, type, bound);
+}
+
+/* The columns a solution is read from. */
+struct cols {
+	int *s0;        /* [nt] column of S[tfirst + 1][x]; 0: none */
+	int *rc;        /* [cand] R of each stage's candidate block */
+};
+
+static int s_col(const struct om *M, const struct cols *C, int32_t x, uint32_t t)
+{
+	if (!M->tracked[x] || !C->s0[x] || t <= M->tfirst[x] || t > M->tlast[x])
+		return 0;
+	return C->s0[x] + (int)(t - M->tfirst[x] - 1);
+}
+
+static int r_col(const struct om *M, const struct cols *C, uint32_t t, uint32_t b)
+{
+	for (uint32_t c = M->cand_start[t]; c < M->cand_start[t + 1]; c++)
+		if (M->cand[c] == b)
+			return C->rc[c];
+	return 0;
+}
+
+/* One position of a stage: an op and the column saying it runs (0: route
+ * op t, which always does). */
+struct pos {
+	int32_t op;
+	int a;
+	uint32_t blk;
+	int u;          /* U after it allocates */
+};
+
+/* A stage's touches (tensor, position), chained per tensor in position order. */
+struct touch {
+	int32_t x;
+	uint32_t k;
+	uint32_t next;  /* the tensor's next touch in the stage; NONE */
+	int free_col;   /* F[t][x][k]; 0: a later position always touches x */
+};
+
+/* Every stage's positions and touches, stage after stage (the solution and
+ * a start are read through them), and scratch. */
+struct stage_buf {
+	struct pos *p;
+	uint32_t np, pcap, *p_start; /* stage t: p[p_start[t] .. p_start[t + 1]) */
+	struct touch *q;
+	uint32_t nq, qcap, *q_start;
+	uint32_t *last, *stamp; /* [nt] the tensor's last touch in stage stamp */
+	struct row row;
+};
+
+/* Stage t's rows and its F and U columns.  Returns -1 when route op t
+ * cannot run under the budget whatever is dropped. */
+static int model_stage(struct lp *L, const struct om *M, const struct cols *C, uint32_t t, double budget_kib,
+		       struct stage_buf *B)
+{
+	const struct mp_net *net = M->S->net;
+	const struct mp_route *r = M->S->r;
+	int prev_u = 0;
+
+	uint32_t p0 = B->np, q_first = B->nq;
+
+	B->p_start[t] = p0;
+	B->q_start[t] = q_first;
+	for (uint32_t c = M->cand_start[t]; c < M->cand_start[t + 1]; c++) {
+		uint32_t b = M->cand[c];
+
+		for (uint32_t j = M->bops_start[b]; j < M->bops_start[b + 1]; j++) {
+			mp_grow((void **)&B->p, &B->pcap, B->np + 1, sizeof(*B->p));
+			B->p[B->np++] = (struct pos){ (int32_t)M->bops[j], C->rc[c], b, 0 };
+		}
+	}
+	mp_grow((void **)&B->p, &B->pcap, B->np + 1, sizeof(*B->p));
+	B->p[B->np++] = (struct pos){ r->op[t], 0, M->blk[r->op[t]], 0 };
+	B->p_start[t + 1] = B->np;
+	for (uint32_t k = p0; k < B->np; k++) {
+		const struct mp_op *op = &net->ops[B->p[k].op];
+
+		for (uint32_t i = 0; i < op->n_in + op->n_out; i++) {
+			int32_t x = i < op->n_in ? op->in[i] : op->out[i - op->n_in];
+
+			if (!M->tracked[x] || (B->stamp[x] == t && B->q[B->last[x]].k == k))
+				continue; /* untracked, or read and written: one touch */
+			mp_grow((void **)&B->q, &B->qcap, B->nq + 1, sizeof(*B->q));
+			B->q[B->nq] = (struct touch){ x, k, NONE, 0 };
+			if (B->stamp[x] == t)
+				B->q[B->last[x]].next = B->nq;
+			B->stamp[x] = t;
+			B->last[x] = B->nq++;
+		}
+	}
+	B->q_start[t + 1] = B->nq;
+	for (uint32_t k = p0, q0 = q_first; k < B->np; k++) {
+		struct pos *p = &B->p[k];
+		const struct mp_op *op = &net->ops[p->op];
+		bool route_op = k + 1 == B->np;
+		double room = budget_kib - (double)(route_op ? M->fixed_op[t] : M->fixed[t]) / KIB;
+		double ws = (double)M->op_ws[p->op] / KIB, alloc = (double)M->alloc[p->op] / KIB;
+		int u;
+
+		/* what it reads is resident: kept (S) or rebuilt before it in
+		 * the stage (R of the block that writes it) */
+		for (uint32_t i = 0; i < op->n_in + op->n_out; i++) {
+			int32_t x = i < op->n_in ? op->in[i] : op->out[i - op->n_in];
+
+			/* (a write is a read too unless it starts the tensor: a
+			 * second writer of the route needs it resident) */
+			if (!M->tracked[x] || (!route_op && M->tblk[x] == p->blk) ||
+			    (i >= op->n_in && (!route_op || net->tensors[x].producer == p->op)))
+				continue;
+			row_add(&B->row, s_col(M, C, x, t), 1.0);
+			row_add(&B->row, r_col(M, C, t, M->tblk[x]), 1.0);
+			if (route_op) {
+				row_emit(L, &B->row, ROW_GE, 1.0);
+			} else {
+				row_add(&B->row, p->a, -1.0);
+				row_emit(L, &B->row, ROW_GE, 0.0);
+			}
+		}
+		/* U[t][k]: tracked bytes resident while k runs */
+		if (route_op && room - ws < 0)
+			return -1;
+		u = col_new(L, 'c', route_op ? room - ws : room, 0);
+		row_add(&B->row, u, 1.0);
+		if (k == p0) {
+			for (uint32_t x = 0; x < net->n_tensors; x++)
+				row_add(&B->row, s_col(M, C, (int32_t)x, t), -(double)net->tensors[x].bytes / KIB);
+		} else {
+			row_add(&B->row, prev_u, -1.0);
+			for (; q0 < B->nq && B->q[q0].k < k; q0++)
+				if (B->q[q0].free_col)
+					row_add(&B->row, B->q[q0].free_col, (double)net->tensors[B->q[q0].x].bytes / KIB);
+		}
+		if (p->a) {
+			row_add(&B->row, p->a, -alloc);
+			row_emit(L, &B->row, ROW_EQ, 0.0);
+			if (room < alloc + ws) /* it can never run here */
+				row2(L, &B->row, ROW_LE, 0.0, p->a, 1.0, 0, 0.0);
+			else if (ws > 0)       /* with its workspace */
+				row2(L, &B->row, ROW_LE, room, u, 1.0, p->a, ws);
+		} else {
+			row_emit(L, &B->row, ROW_EQ, alloc);
+		}
+		prev_u = p->u = u;
+		/* F: the tensors k touches may go after it, unless a later
+		 * position of the stage reads them or the next stage keeps them */
+		for (uint32_t q = q0; q < B->nq && B->q[q].k == k; q++) {
+			struct touch *tq = &B->q[q];
+			bool always_later = false;
+			int s1 = s_col(M, C, tq->x, t + 1);
+
+			for (uint32_t j = tq->next; j != NONE; j = B->q[j].next)
+				if (!B->p[B->q[j].k].a)
+					always_later = true;
+			if (always_later)
+				continue;
+			tq->free_col = col_new(L, 'b', 1, 0);
+			if (p->a)
+				row2(L, &B->row, ROW_LE, 0.0, tq->free_col, 1.0, p->a, -1.0);
+			if (s1)
+				row2(L, &B->row, ROW_LE, 1.0, tq->free_col, 1.0, s1, 1.0);
+			for (uint32_t j = tq->next; j != NONE; j = B->q[j].next)
+				row2(L, &B->row, ROW_LE, 1.0, tq->free_col, 1.0, B->p[B->q[j].k].a, 1.0);
+		}
+	}
+	return 0;
+}
+
+/* Hand the model to CBC (its columns compressed), with the time limit. */
+static Cbc_Model *cbc_model(const struct lp *L, double limit_s)
+{
+	Cbc_Model *m = Cbc_newModel();
+	int *start = mp_xcalloc(L->n_col + 2, sizeof(*start)), *index = mp_xmalloc((L->n_nz + 1) * sizeof(*index));
+	int *fill = mp_xcalloc(L->n_col + 1, sizeof(*fill));
+	double *value = mp_xmalloc((L->n_nz + 1) * sizeof(*value)), *lb = mp_xcalloc(L->n_col + 1, sizeof(*lb));
+
+	for (uint32_t k = 0; k < L->n_nz; k++)
+		start[L->tj[k] + 1]++;
+	for (uint32_t j = 0; j < L->n_col; j++)
+		start[j + 1] += start[j];
+	for (uint32_t k = 0; k < L->n_nz; k++) {
+		int at = start[L->tj[k]] + fill[L->tj[k]]++;
+
+		index[at] = L->ti[k];
+		value[at] = L->tv[k];
+	}
+	Cbc_loadProblem(m, (int)L->n_col, (int)L->n_row, start, index, value, lb, L->col_ub, L->obj,
+			L->row_lo, L->row_hi);
+	for (uint32_t j = 0; j < L->n_col; j++)
+		if (L->is_int[j])
+			Cbc_setInteger(m, (int)j);
+	Cbc_setLogLevel(m, 0);
+	Cbc_setMaximumSeconds(m, limit_s);
+	Cbc_setParameter(m, "threads", "1");
+	free(start);
+	free(index);
+	free(fill);
+	free(value);
+	free(lb);
+	return m;
+}
+
+/*
+ * A start for the solver from a sequence (a heuristic plan's): R from its
+ * re-runs, then S, F and U as the model's rules give them.  Fills v
+ * ([n_col]); false when the sequence is not of the model's form (a re-run
+ * that is not a candidate block of its stage).
+ */
+static bool start_from(const struct om *M, const struct cols *C, const struct stage_buf *B,
+		       const struct lp *L, const struct mp_entry *e, uint32_t n_e, double *v)
+{
+	const struct mp_net *net = M->S->net;
+	const struct mp_route *r = M->S->r;
+	uint32_t t = 0, nt = net->n_tensors, *later;
+	uint8_t *need;
+	bool ok = true;
+
+	memset(v, 0, L->n_col * sizeof(*v));
+	for (uint32_t i = 0; i < n_e && ok; i++) {
+		int c;
+
+		if (!e[i].recompute) {
+			ok = r->pos[e[i].op] == t++;
+			continue;
+		}
+		c = M->blk[e[i].op] == NONE ? 0 : r_col(M, C, t, M->blk[e[i].op]);
+		if (!c)
+			ok = false;
+		else
+			v[c - 1] = 1;
+	}
+	if (!ok || t != r->n)
+		return false;
+	need = mp_xcalloc(nt + 1, 1);
+	later = mp_xmalloc((nt + 1) * sizeof(*later));
+	for (uint32_t x = 0; x < nt; x++)
+		later[x] = NONE;
+	/* backward over stages: F from S[t+1], then S[t] */
+	for (t = r->n; t-- > 0 && ok;) {
+		for (uint32_t q = B->q_start[t + 1]; q-- > B->q_start[t];) {
+			const struct touch *tq = &B->q[q];
+			const struct pos *p = &B->p[tq->k];
+			bool runs = !p->a || v[p->a - 1] > 0.5;
+
+			if (tq->free_col)
+				v[tq->free_col - 1] = runs && later[tq->x] != t && !need[tq->x];
+			if (runs)
+				later[tq->x] = t;
+		}
+		for (uint32_t q = B->q_start[t + 1]; q-- > B->q_start[t];) {
+			const struct touch *tq = &B->q[q];
+			const struct pos *p = &B->p[tq->k];
+
+			if (p->a && v[p->a - 1] < 0.5)
+				continue;
+			need[tq->x] = net->tensors[tq->x].producer != p->op;
+		}
+		for (uint32_t x = 0; x < nt; x++) {
+			int sc = s_col(M, C, (int32_t)x, t);
+
+			if (sc)
+				v[sc - 1] = need[x];
+			else if (need[x] && M->tracked[x] && t <= M->tfirst[x])
+				ok = false;
+		}
+	}
+	/* U forward, stage by stage */
+	for (t = 0; t < r->n && ok; t++) {
+		double u = 0;
+
+		for (uint32_t x = 0; x < nt; x++) {
+			int sc = s_col(M, C, (int32_t)x, t);
+
+			if (sc && v[sc - 1] > 0.5)
+				u += (double)net->tensors[x].bytes / KIB;
+		}
+		for (uint32_t k = B->p_start[t], q = B->q_start[t]; k < B->p_start[t + 1]; k++) {
+			const struct pos *p = &B->p[k];
+
+			if (k > B->p_start[t])
+				for (; q < B->q_start[t + 1] && B->q[q].k < k; q++)
+					if (B->q[q].free_col && v[B->q[q].free_col - 1] > 0.5)
+						u -= (double)net->tensors[B->q[q].x].bytes / KIB;
+			if (!p->a || v[p->a - 1] > 0.5)
+				u += (double)M->alloc[p->op] / KIB;
+			v[p->u - 1] = u > 0 ? u : 0;
+		}
+	}
+	free(need);
+	free(later);
+	return ok;
+}
+
+/* Does v meet every row and bound of the model (to 1e-6 KiB)? */
+static bool lp_feasible(const struct lp *L, const double *v)
+{
+	double *act = mp_xcalloc(L->n_row + 1, sizeof(*act));
+	bool ok = true;
+
+	for (uint32_t k = 0; k < L->n_nz; k++)
+		act[L->ti[k]] += L->tv[k] * v[L->tj[k]];
+	for (uint32_t i = 0; i < L->n_row && ok; i++)
+		ok = act[i] >= L->row_lo[i] - 1e-6 && act[i] <= L->row_hi[i] + 1e-6;
+	for (uint32_t j = 0; j < L->n_col && ok; j++)
+		ok = v[j] >= -1e-9 && v[j] <= L->col_ub[j] + 1e-6;
+	free(act);
+	return ok;
+}
+
+/* The fastest plan among the recomputing heuristics that fits the budget:
+ * chain, greedy without swaps, chen, checkpoint-blocks.  Its sequence in
+ * *e (malloc'd), its time in *ms; false when none fits. */
+static bool best_heuristic(const struct pl_state *S, struct mp_entry **e, uint32_t *n_e, double *ms,
+			   const char **name)
+{
+	static const char *const names[] = { "chain", "greedy", "chen", "checkpoint-blocks" };
+	static int (*const fns[])(struct pl_state *, struct mp_plan *, struct mp_error *) = {
+		plan_chain, plan_greedy_recompute, plan_chen, plan_blocks,
+	};
+	bool found = false;
+
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		struct pl_state H;
+		struct mp_plan hp;
+		struct mp_error err;
+
+		plan_init(&hp);
+		pl_init(&H, S->net, S->r, S->req);
+		memcpy(H.algo, S->algo, S->net->n_ops * sizeof(*H.algo));
+		memcpy(H.micro_n, S->micro_n, S->net->n_ops * sizeof(*H.micro_n));
+		for (uint32_t o = 0; o < S->net->n_ops; o++)
+			if (S->micro_n[o] > 1) {
+				H.micro[o] = mp_xmalloc(S->micro_n[o] * sizeof(*H.micro[o]));
+				memcpy(H.micro[o], S->micro[o], S->micro_n[o] * sizeof(*H.micro[o]));
+			}
+		if (fns[i](&H, &hp, &err) == 0 && H.sim.peak_bytes <= S->req->budget_bytes &&
+		    !H.sim.d2h_bytes && !H.sim.h2d_bytes && (!found || H.sim.time_ms < *ms)) {
+			free(*e);
+			*e = mp_xmalloc((H.n_entries + 1) * sizeof(**e));
+			memcpy(*e, H.entries, H.n_entries * sizeof(**e));
+			*n_e = H.n_entries;
+			*ms = H.sim.time_ms;
+			*name = names[i];
+			found = true;
+		}
+		pl_release(&H);
+		plan_release(&hp);
+	}
+	return found;
+}
+
+/*
+ * Solve and leave S built on the result.  A net that fits as it is stays;
+ * one whose model has more than OPT_MAX_COLS variables is refused (-1 with
+ * *err).  Otherwise 0: the schedule of the best integer solution found
+ * within the time limit, or the state as it was when none was (the note
+ * says which, with the proven bound).
+ */
+int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
+{
+	const struct mp_net *net = S->net;
+	const struct mp_route *r = S->r;
+	struct om M;
+	struct lp L = { 0 };
+	struct cols C = { 0 };
+	struct stage_buf B = { 0 };
+	Cbc_Model *m = NULL;
+	uint64_t cols;
+	double budget_kib = (double)S->req->budget_bytes / KIB, limit_s, t0, secs;
+	int rc, stuck = -1;
+	const char *start = NULL; /* the heuristic the solver started from */
+
+	if ((rc = pl_fits_as_is(S, p, err)) != 0)
+		return rc < 0 ? -1 : 0;
+	cols = om_build(&M, S);
+	limit_s = S->req->time_limit_s > 0 ? S->req->time_limit_s : OPT_DEFAULT_LIMIT_S;
+	if (cols > OPT_MAX_COLS) {
+		mp_error_set(err, "optimal: the net is too large for the exact planner (%u ops: about %llu "
+			     "variables, the limit is %u); use chain or greedy", net->n_ops,
+			     (unsigned long long)cols, OPT_MAX_COLS);
+		om_free(&M);
+		return -1;
+	}
+	if ((double)cols * (double)cols / OPT_LP_COLS2_PER_S > limit_s) {
+		double lp_s = (double)cols * (double)cols / OPT_LP_COLS2_PER_S;
+
+		mp_error_set(err, "optimal: the net is too large for a %g s time limit (%u ops: about %llu "
+			     "variables, whose LP relaxation alone takes about %.0f s); use --time-limit %.0f, "
+			     "or chain or greedy", limit_s, net->n_ops, (unsigned long long)cols, lp_s,
+			     10 * ceil(lp_s / 5));
+		om_free(&M);
+		return -1;
+	}
+	C.s0 = mp_xcalloc(net->n_tensors + 1, sizeof(*C.s0));
+	C.rc = mp_xcalloc(M.cand_start[r->n] + 1, sizeof(*C.rc));
+	for (uint32_t x = 0; x < net->n_tensors; x++)
+		if (M.tracked[x] && M.tlast[x] > M.tfirst[x])
+			for (uint32_t t = M.tfirst[x] + 1; t <= M.tlast[x]; t++) {
+				int c = col_new(&L, 'b', 1, 0);
+
+				if (t == M.tfirst[x] + 1)
+					C.s0[x] = c;
+			}
+	for (uint32_t c = 0; c < M.cand_start[r->n]; c++)
+		C.rc[c] = col_new(&L, 'b', 1, M.bms[M.cand[c]]);
+	/* S[t+1][x] <= S[t][x] + R[t][block(x)] */
+	for (uint32_t x = 0; x < net->n_tensors; x++)
+		for (uint32_t t = M.tfirst[x] + 1; M.tracked[x] && C.s0[x] && t < M.tlast[x]; t++) {
+			row_add(&B.row, s_col(&M, &C, (int32_t)x, t + 1), 1.0);
+			row_add(&B.row, s_col(&M, &C, (int32_t)x, t), -1.0);
+			row_add(&B.row, r_col(&M, &C, t, M.tblk[x]), -1.0);
+			row_emit(&L, &B.row, ROW_LE, 0.0);
+		}
+	B.p_start = mp_xcalloc(r->n + 2, sizeof(*B.p_start));
+	B.q_start = mp_xcalloc(r->n + 2, sizeof(*B.q_start));
+	B.last = mp_xmalloc((net->n_tensors + 1) * sizeof(*B.last));
+	B.stamp = mp_xmalloc((net->n_tensors + 1) * sizeof(*B.stamp));
+	for (uint32_t x = 0; x < net->n_tensors; x++)
+		B.stamp[x] = NONE;
+	for (uint32_t t = 0; t < r->n && stuck < 0; t++)
+		if (model_stage(&L, &M, &C, t, budget_kib, &B) < 0)
+			stuck = (int)t;
+	if (stuck >= 0) {
+		snprintf(p->note, sizeof(p->note), "no plan that only recomputes fits: step %d (%s) alone needs "
+			 "more than the budget", stuck + 1, net->ops[r->op[stuck]].name);
+		goto out;
+	}
+	m = cbc_model(&L, limit_s);
+	/* start from the best heuristic plan: the solver then never returns
+	 * worse, and its bound says how far that plan may be from optimal */
+	{
+		struct mp_entry *he = NULL;
+		uint32_t n_he = 0;
+		double hms = 0, *v = mp_xmalloc((L.n_col + 1) * sizeof(*v));
+		int *idx = mp_xmalloc((L.n_col + 1) * sizeof(*idx));
+
+		if (best_heuristic(S, &he, &n_he, &hms, &start) && start_from(&M, &C, &B, &L, he, n_he, v) &&
+		    lp_feasible(&L, v)) {
+			for (uint32_t j = 0; j < L.n_col; j++)
+				idx[j] = (int)j;
+			Cbc_setMIPStartI(m, (int)L.n_col, idx, v);
+		} else {
+			start = NULL;
+		}
+		free(he);
+		free(v);
+		free(idx);
+	}
+	t0 = plan_now_s();
+	Cbc_solve(m);
+	secs = plan_now_s() - t0;
+	p->iterations = (uint32_t)Cbc_getNodeCount(m);
+	if (Cbc_isProvenInfeasible(m)) {
+		snprintf(p->note, sizeof(p->note), "proven: no plan that only recomputes fits (%u variables, "
+			 "%u constraints, %.1f s)", L.n_col, L.n_row, secs);
+		goto out;
+	}
+	if (Cbc_numberSavedSolutions(m) < 1 || !Cbc_getColSolution(m)) {
+		snprintf(p->note, sizeof(p->note), "no plan found in the %.0f s limit (%u variables, %u "
+			 "constraints)", limit_s, L.n_col, L.n_row);
+		goto out;
+	}
+	/* the sequence: each stage's re-run blocks, then its route op */
+	{
+		const double *x = Cbc_getColSolution(m);
+		struct mp_entry *e = NULL;
+		uint32_t n_e = 0, cap = 0;
+		double obj = Cbc_getObjValue(m), bound = Cbc_getBestPossibleObjValue(m);
+
+		for (uint32_t t = 0; t < r->n; t++) {
+			for (uint32_t c = M.cand_start[t]; c < M.cand_start[t + 1]; c++) {
+				uint32_t b = M.cand[c];
+
+				if (x[C.rc[c] - 1] < 0.5)
+					continue;
+				for (uint32_t j = M.bops_start[b]; j < M.bops_start[b + 1]; j++) {
+					mp_grow((void **)&e, &cap, n_e + 1, sizeof(*e));
+					e[n_e++] = (struct mp_entry){ (int32_t)M.bops[j], true, -1 };
+				}
+			}
+			mp_grow((void **)&e, &cap, n_e + 1, sizeof(*e));
+			e[n_e++] = (struct mp_entry){ r->op[t], false, -1 };
+		}
+		free(S->seq);
+		S->seq = e;
+		S->n_seq = n_e;
+		if (Cbc_isProvenOptimal(m))
+			snprintf(p->note, sizeof(p->note), "proven optimal: %.3f ms recomputed (%u variables, "
+				 "%u constraints, %.1f s)", obj, L.n_col, L.n_row, secs);
+		else
+			snprintf(p->note, sizeof(p->note), "best found in the %.0f s limit%s%s: %.3f ms recomputed; "
+				 "no plan recomputes less than %.3f ms (%u variables, %u constraints)", limit_s,
+				 start ? ", from " : "", start ? start : "", obj, bound > 0 ? bound : 0.0, L.n_col, L.n_row);
+	}
+out:
+	rc = pl_build(S, err) < 0 ? -1 : 0;
+	if (m)
+		Cbc_deleteModel(m);
+	lp_free(&L);
+	free(C.s0);
+	free(C.rc);
+	free(B.p);
+	free(B.q);
+	free(B.p_start);
+	free(B.q_start);
+	free(B.last);
+	free(B.stamp);
+	free(B.row.col);
+	free(B.row.a);
+	om_free(&M);
+	return rc;
+}

@@ -1,0 +1,297 @@
+/*
+ * optimal against brute force, and the chain DP against optimal.
+ *
+ * Brute force: every keep/drop choice of the droppable tensors (not dropped,
+ * dropped and rebuilt for each reader, dropped and kept once rebuilt: 3^k
+ * states), each built by the engine and simulated.  On every net with at
+ * most BRUTE_MAX droppable tensors and at every budget from the liveness
+ * peak down to the layer-wise minimum, optimal must fit wherever some state
+ * fits, and be no slower than the fastest state that fits (its space holds
+ * every such state).  Where it proves an optimum, its schedule's simulated
+ * peak is within the budget and its time is the route's plus the recomputed
+ * milliseconds its note gives.  The nets: the small examples, and seeded
+ * random DAGs (convs, in-place relus, concats and pools over random sizes).
+ */
+#include <glob.h>
+#include <stdlib.h>
+
+#include "../../plan/planners.h"
+#include "unit.h"
+
+#define BRUTE_MAX 7
+
+static uint64_t rng = 88172645463325252ull;
+
+static uint32_t rnd(uint32_t n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng % n);
+}
+
+/* A random DAG of n layers after data: each a conv, an in-place relu, a
+ * pool or a concat of the last layer and an earlier one. */
+static json_t *random_net(uint32_t n)
+{
+	json_t *layers = json_array();
+	uint64_t *bytes = calloc(n + 1, sizeof(*bytes));
+	uint8_t *noref = calloc(n + 1, 1), prev_conv = 0; /* noref: an in-place relu overwrites it */
+	char name[16], in1[16], in2[16];
+
+	bytes[0] = 1000 + 250 * rnd(8);
+	json_array_append_new(layers, json_pack("{s:s,s:s,s:I,s:{s:f}}", "name", "l0", "type", "data",
+						"bytes", (json_int_t)bytes[0], "time", "fwd", 0.1));
+	for (uint32_t i = 1; i <= n; i++) {
+		uint32_t kind = rnd(i > 2 ? 4 : 2), j = i > 2 ? rnd(i - 1) : 0;
+		json_t *l;
+		int inplace = 0;
+
+		if (kind == 3 && noref[j])
+			kind = 0;
+		if (kind == 1 && prev_conv && rnd(2)) {
+			inplace = 1;
+			noref[i - 1] = 1;
+		}
+		prev_conv = kind == 0;
+		snprintf(name, sizeof(name), "l%u", i);
+		snprintf(in1, sizeof(in1), "l%u", i - 1);
+		snprintf(in2, sizeof(in2), "l%u", j);
+		bytes[i] = 1000 + 500 * rnd(8);
+		if (kind == 0) {
+			l = json_pack("{s:s,s:s,s:[s],s:I,s:[i],s:{s:f,s:f,s:f}}", "name", name, "type", "conv",
+				      "inputs", in1, "bytes", (json_int_t)bytes[i], "param_bytes", 200,
+				      "time", "fwd", 0.5 + 0.25 * rnd(8), "bwd", 1.0 + 0.5 * rnd(4), "update", 0.05);
+		} else if (kind == 1) {
+			bytes[i] = bytes[i - 1];
+			l = json_pack("{s:s,s:s,s:[s],s:I,s:b,s:{s:f,s:f}}", "name", name, "type", "relu",
+				      "inputs", in1, "bytes", (json_int_t)bytes[i], "inplace", inplace,
+				      "time", "fwd", 0.1 + 0.1 * rnd(3), "bwd", 0.2);
+		} else if (kind == 2) {
+			bytes[i] = bytes[i - 1] / 4;
+			l = json_pack("{s:s,s:s,s:s,s:[s],s:I,s:{s:f,s:f}}", "name", name, "type", "pool", "mode", "max",
+				      "inputs", in1, "bytes", (json_int_t)bytes[i], "time", "fwd", 0.2, "bwd", 0.3);
+		} else {
+			bytes[i] = bytes[i - 1] + bytes[j];
+			l = json_pack("{s:s,s:s,s:[s,s],s:I,s:{s:f,s:f}}", "name", name, "type", "concat",
+				      "inputs", in1, in2, "bytes", (json_int_t)bytes[i], "time", "fwd", 0.1, "bwd", 0.1);
+		}
+		json_array_append_new(layers, l);
+	}
+	snprintf(in1, sizeof(in1), "l%u", n);
+	json_array_append_new(layers, json_pack("{s:s,s:s,s:[s],s:i,s:{s:f,s:f}}", "name", "loss", "type", "loss",
+						"inputs", in1, "bytes", 8, "time", "fwd", 0.1, "bwd", 0.1));
+	free(bytes);
+	free(noref);
+	return json_pack("{s:s,s:s,s:s,s:s,s:o}", "format", "memplan-net/1", "name", "random",
+			 "dtype", "float32", "optimizer", "momentum", "layers", layers);
+}
+
+struct case_ {
+	struct mp_net *net;
+	struct mp_route r;
+	struct mp_plan_req req;
+};
+
+static int setup(struct case_ *c, struct mp_net *net, const char *what)
+{
+	struct mp_error err;
+
+	memset(c, 0, sizeof(*c));
+	if (!net) {
+		fprintf(stderr, "%s: does not load\n", what);
+		return -1;
+	}
+	c->net = net;
+	if (route_build(net, &c->r, &err) < 0) {
+		fprintf(stderr, "%s: %s\n", what, err.msg);
+		net_free(net);
+		return -1;
+	}
+	device_default(&c->req.device);
+	c->req.ws_mode = MP_WS_NONE;
+	policy_opts_default(&c->req.popts);
+	return 0;
+}
+
+/* Fastest brute-force state under the budget: its time, or -1 when none fits. */
+static double brute(const struct case_ *c, const int32_t *d, uint32_t k)
+{
+	struct pl_state S;
+	struct mp_error err;
+	uint32_t states = 1;
+	double best = -1;
+
+	for (uint32_t i = 0; i < k; i++)
+		states *= 3;
+	pl_init(&S, c->net, &c->r, &c->req);
+	for (uint32_t s = 0; s < states; s++) {
+		uint32_t v = s;
+
+		for (uint32_t i = 0; i < k; i++, v /= 3) {
+			S.drop[d[i]] = v % 3 != 0;
+			S.keep[d[i]] = v % 3 == 2;
+		}
+		if (pl_build(&S, &err) != 0) {
+			CHECK(0);
+			continue;
+		}
+		if (S.sim.peak_bytes <= c->req.budget_bytes && (best < 0 || S.sim.time_ms < best))
+			best = S.sim.time_ms;
+	}
+	pl_release(&S);
+	return best;
+}
+
+/* optimal through the planner's own entry (no arena retries). */
+static int optimal(const struct case_ *c, struct mp_plan *p, uint64_t *peak, double *ms)
+{
+	struct pl_state S;
+	struct mp_error err;
+	int rc;
+
+	plan_init(p);
+	pl_init(&S, c->net, &c->r, &c->req);
+	rc = plan_optimal(&S, p, &err);
+	if (rc < 0)
+		fprintf(stderr, "optimal: %s\n", err.msg);
+	*peak = S.sim.peak_bytes;
+	*ms = S.sim.time_ms;
+	pl_release(&S);
+	return rc;
+}
+
+static uint32_t n_compared, n_proven, n_chain;
+static double worst_chain;
+
+static void against_brute(struct mp_net *net, const char *what)
+{
+	struct case_ c;
+	struct pl_state S;
+	struct mp_layer_min lmin;
+	int32_t d[BRUTE_MAX];
+	uint32_t k = 0;
+	uint64_t live;
+	double base;
+
+	if (setup(&c, net, what) < 0) {
+		CHECK(0);
+		return;
+	}
+	c.req.budget_bytes = UINT64_MAX;
+	pl_init(&S, c.net, &c.r, &c.req);
+	for (uint32_t t = 0; t < S.nt; t++)
+		if (S.droppable[t] && k < BRUTE_MAX + 1) {
+			if (k < BRUTE_MAX)
+				d[k] = (int32_t)t;
+			k++;
+		}
+	if (pl_build(&S, &(struct mp_error){ "" }) != 0)
+		CHECK(0);
+	live = S.sim.peak_bytes;
+	base = S.sim.time_ms;
+	pl_release(&S);
+	policy_layer_min(c.net, &c.r, &lmin);
+	if (k > BRUTE_MAX)
+		goto out; /* too many for brute force */
+	for (int i = 0; i <= 12; i++) {
+		uint64_t b = lmin.bytes + (live - lmin.bytes) * (uint64_t)(12 - i) / 12, peak;
+		struct mp_plan p;
+		double want, ms;
+
+		c.req.budget_bytes = b;
+		want = brute(&c, d, k);
+		CHECK(optimal(&c, &p, &peak, &ms) == 0);
+		n_compared++;
+		if (want >= 0) {
+			if (!(peak <= b && ms <= want + 1e-9))
+				fprintf(stderr, "%s at %llu B: optimal %llu B %.4f ms (%s), brute force %.4f ms\n", what,
+					(unsigned long long)b, (unsigned long long)peak, ms, p.note, want);
+			CHECK(peak <= b);
+			CHECK(ms <= want + 1e-9);
+		}
+		if (!strncmp(p.note, "proven optimal: ", 16)) {
+			double rec = atof(p.note + 16);
+
+			n_proven++;
+			CHECK(peak <= b);
+			CHECK_NEAR(ms, base + rec, 1e-6);
+			/* the chain DP is exact on chains of blocks, up to its
+			 * memory units: never faster than the optimum, and
+			 * reported where it fits */
+			{
+				struct pl_state T;
+				struct mp_plan q;
+				struct mp_error err;
+
+				plan_init(&q);
+				pl_init(&T, c.net, &c.r, &c.req);
+				if (plan_chain(&T, &q, &err) == 0 && T.sim.peak_bytes <= b) {
+					CHECK(T.sim.time_ms >= ms - 1e-9);
+					n_chain++;
+					if (T.sim.time_ms / ms > worst_chain)
+						worst_chain = T.sim.time_ms / ms;
+				}
+				pl_release(&T);
+				plan_release(&q);
+			}
+		}
+		plan_release(&p);
+	}
+out:
+	route_release(&c.r);
+	net_free(c.net);
+}
+
+/* A net too large for the model is refused at once, naming the limit. */
+static void refuses_large(void)
+{
+	struct mp_error err;
+	struct case_ c;
+	struct pl_state S;
+	struct mp_plan p;
+
+	if (setup(&c, net_load_file("examples/resnet152-b32.json", &err), "resnet152") < 0) {
+		CHECK(0);
+		return;
+	}
+	c.req.budget_bytes = 1ull << 30;
+	plan_init(&p);
+	pl_init(&S, c.net, &c.r, &c.req);
+	CHECK(plan_optimal(&S, &p, &err) < 0);
+	CHECK(strstr(err.msg, "too large for the exact planner") != NULL);
+	pl_release(&S);
+	plan_release(&p);
+	route_release(&c.r);
+	net_free(c.net);
+}
+
+int main(void)
+{
+	glob_t g;
+	struct mp_error err;
+
+	if (glob("examples/*.json", 0, NULL, &g) == 0) {
+		for (size_t i = 0; i < g.gl_pathc; i++)
+			against_brute(net_load_file(g.gl_pathv[i], &err), g.gl_pathv[i]);
+		globfree(&g);
+	}
+	for (uint32_t i = 0; i < 24; i++) {
+		json_t *j = random_net(4 + rnd(6));
+		char what[32];
+
+		snprintf(what, sizeof(what), "random net %u", i);
+		struct mp_net *net = net_load_json(j, &err);
+
+		if (!net)
+			fprintf(stderr, "%s: %s\n", what, err.msg);
+		against_brute(net, what);
+		json_decref(j);
+	}
+	refuses_large();
+	printf("optimal: %u budgets against brute force, %u proven, chain fits at %u of them "
+	       "(at most %.1f%% slower)\n", n_compared, n_proven, n_chain, 100.0 * (worst_chain - 1));
+	CHECK(n_compared >= 100);
+	CHECK(n_proven >= 50);
+	return unit_report("test_optimal");
+}
