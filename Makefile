@@ -94,7 +94,8 @@ $(BUILD)/memplan: $(CLI_OBJ) $(LIB_OBJ) $(CUDA_OBJ)
 
 # gpu-bundle: build-gpu/memplan with the CUDA backend and, in build-gpu/lib,
 # the shared libraries it needs beyond libc and libstdc++ (jansson, GLPK and
-# its solvers, libcrypto), found through an $$ORIGIN rpath, so that a GPU
+# its solvers, CBC and the COIN-OR libraries under it, libcrypto), found
+# through an $$ORIGIN rpath, so that a GPU
 # machine without these packages runs it as is (tools/gpu-bench.sh).
 ORIGIN_RPATH := -Wl,-rpath,'$$ORIGIN/lib'
 SYSTEM_LIBS  := /lib(c|m|dl|pthread|rt|stdc\+\+|gcc_s)\.so

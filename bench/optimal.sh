@@ -51,7 +51,7 @@ for f in $NETS; do
 			fi
 			case "$note" in
 			"proven optimal"*) bound="proven" ;;
-			"proven: no plan"*) bound="proven: none fits" ;;
+			"proven: no plan"*|"no plan that only recomputes fits: step"*) bound="proven: none fits" ;;
 			*"no plan recomputes less than"*)
 				bound=$(echo "$note" | sed -n 's/.*less than \([0-9.]*\) ms.*/\1/p' |
 					awk -v b="$base" '{ printf ">= +%.1f%%", 100 * $1 / b }') ;;

@@ -842,7 +842,7 @@ int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 	struct stage_buf B = { 0 };
 	Cbc_Model *m = NULL;
 	uint64_t cols;
-	double budget_kib = (double)S->req->budget_bytes / KIB, limit_s, t0, secs;
+	double budget_kib = (double)S->req->budget_bytes / KIB, limit_s, solve_s, t0, secs;
 	int rc, stuck = -1;
 	const char *start = NULL; /* the heuristic the solver started from */
 
@@ -901,7 +901,13 @@ int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 			 "more than the budget", stuck + 1, net->ops[r->op[stuck]].name);
 		goto out;
 	}
-	m = cbc_model(&L, limit_s);
+	solve_s = limit_s;
+	if (S->req->deadline_s > 0) { /* what the attempts before this one left */
+		double left = S->req->deadline_s - plan_now_s();
+
+		solve_s = left < 1 ? 1 : left < limit_s ? left : limit_s;
+	}
+	m = cbc_model(&L, solve_s);
 	/* start from the best heuristic plan: the solver then never returns
 	 * worse, and its bound says how far that plan may be from optimal */
 	{

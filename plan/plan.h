@@ -49,6 +49,8 @@ struct mp_plan_req {
 	uint64_t ws_limit_bytes;        /* wr: per kernel; wd: total; 0: budget */
 	struct mp_policy_opts popts;    /* checkpoints */
 	double time_limit_s;            /* optimal: solver time limit; 0: OPT_DEFAULT_LIMIT_S */
+	double deadline_s;              /* optimal, set by plan_run: stop solving at this
+					 * plan_now_s() (arena retries share the limit); 0: none */
 };
 
 struct mp_plan {

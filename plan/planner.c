@@ -207,14 +207,9 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 		struct mp_plan prev;
 		bool have_prev = false;
 		double limit = req->time_limit_s > 0 ? req->time_limit_s : OPT_DEFAULT_LIMIT_S;
-		double t0 = plan_now_s();
 
+		eff.deadline_s = plan_now_s() + limit;
 		for (int attempt = 0; attempt < PLAN_ARENA_ATTEMPTS; attempt++) {
-			if (attempt) {
-				double left = limit - (plan_now_s() - t0);
-
-				eff.time_limit_s = left > 1 ? left : 1;
-			}
 			pl_init(&S, net, r, &eff);
 			if ((req->ws_mode == MP_WS_WR || req->ws_mode == MP_WS_WD) &&
 			    plan_conv_configs(net, req, S.algo, S.micro_n, S.micro, err) < 0) {
