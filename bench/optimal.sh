@@ -3,6 +3,7 @@
 # near-linear planner, at 70, 50, 33 and 25% of each net's liveness peak.
 # Prints markdown; bench/plan-quality.md records a run.
 #   LIMIT=60 MEMPLAN=./memplan bash bench/optimal.sh > out.md
+# NETS and PCTS (default "70 50 33 25") choose the nets and budgets.
 # Cells: overhead of the plan (`-`: no fitting plan) and wall seconds; for
 # optimal, "proven" or the bound: no recompute-only plan costs less.  All
 # with --workspace none.
@@ -27,7 +28,7 @@ for f in $NETS; do
 	name=$(basename "$f" .json)
 	live=$($M analyze "$f" --strategy liveness --format json | num peak_bytes)
 	lmin=$($M analyze "$f" --format json | num layer_min_bytes)
-	for pct in 70 50 33 25; do
+	for pct in ${PCTS:-70 50 33 25}; do
 		b=$((live / 100 * pct))
 		if [ "$b" -lt "$lmin" ]; then
 			echo "| $name | $pct% | below the layer-wise minimum | | | |"

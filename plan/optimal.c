@@ -39,7 +39,9 @@
  *
  * The solver starts from the fastest fitting plan of chain, greedy (without
  * swaps), chen and checkpoint-blocks, so it never returns worse, and its
- * bound says how far that plan may be from the optimum.
+ * bound says how far that plan may be from the optimum.  It runs in a child
+ * process (solve_isolated): a crash or an overrun costs the answer, not
+ * memplan.
  *
  * Size: O(stages x forward ops) variables.  CBC proves the optimum of a few
  * dozen ops in a second; past OPT_MAX_COLS variables the planner refuses.
@@ -47,11 +49,16 @@
 #include "planners.h"
 
 #include <coin/Cbc_C_Interface.h>
+#include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define NONE UINT32_MAX
 /* The model counts KiB: byte coefficients of 10^10 strain a solver's
@@ -825,6 +832,115 @@ static bool best_heuristic(const struct pl_state *S, struct mp_entry **e, uint32
 	return found;
 }
 
+/* What a solve found: its status, objective, bound and nodes. */
+enum { SOLVE_NONE, SOLVE_FEASIBLE, SOLVE_OPTIMAL, SOLVE_INFEASIBLE, SOLVE_LOST };
+#define SOLVE_LOST_WHY "stopped without an answer (it crashed, or overran its time limit by half)"
+struct solve_out {
+	int status;
+	double obj, bound;
+	int nodes;
+};
+
+/* Write all of buf, or give up. */
+static void write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/*
+ * Solve in a child process, which writes its answer (struct solve_out, then
+ * one byte per R column) to a pipe: a solver that crashes (CBC 2.10's cut
+ * generators have segfaulted on ResNet-50's model) or overruns its limit by
+ * half (it solves the LP relaxation before it looks at the clock) costs the
+ * answer, not memplan.  The parent waits at most 1.5 x limit + 5 s, then
+ * kills it: *o gets SOLVE_LOST.  rval[c] is R of candidate c.
+ */
+static void solve_isolated(const struct lp *L, const double *start, double limit_s, const int *rc,
+			   uint32_t n_r, struct solve_out *o, uint8_t *rval)
+{
+	size_t want = sizeof(*o) + n_r, got = 0;
+	char *buf = mp_xmalloc(want + 1);
+	double deadline = plan_now_s() + 1.5 * limit_s + 5;
+	int fd[2];
+	pid_t pid;
+
+	o->status = SOLVE_LOST;
+	fflush(stdout);
+	fflush(stderr);
+	if (pipe(fd) < 0 || (pid = fork()) < 0) {
+		free(buf);
+		return;
+	}
+	if (pid == 0) {
+		Cbc_Model *m = cbc_model(L, limit_s);
+		struct solve_out a = { SOLVE_NONE, 0, 0, 0 };
+
+		close(fd[0]);
+		if (start) {
+			int *idx = mp_xmalloc((L->n_col + 1) * sizeof(*idx));
+
+			for (uint32_t j = 0; j < L->n_col; j++)
+				idx[j] = (int)j;
+			Cbc_setMIPStartI(m, (int)L->n_col, idx, start);
+		}
+		Cbc_solve(m);
+		a.nodes = Cbc_getNodeCount(m);
+		if (Cbc_isProvenInfeasible(m)) {
+			a.status = SOLVE_INFEASIBLE;
+		} else if (Cbc_numberSavedSolutions(m) >= 1 && Cbc_getColSolution(m)) {
+			const double *x = Cbc_getColSolution(m);
+
+			a.status = Cbc_isProvenOptimal(m) ? SOLVE_OPTIMAL : SOLVE_FEASIBLE;
+			a.obj = Cbc_getObjValue(m);
+			a.bound = Cbc_getBestPossibleObjValue(m);
+			for (uint32_t c = 0; c < n_r; c++)
+				buf[sizeof(a) + c] = x[rc[c] - 1] > 0.5;
+		}
+		memcpy(buf, &a, sizeof(a));
+		write_all(fd[1], buf, want);
+		_exit(0); /* no atexit handlers, no leak report of CBC's */
+	}
+	close(fd[1]);
+	while (got < want) {
+		double left = deadline - plan_now_s();
+		struct pollfd pfd = { fd[0], POLLIN, 0 };
+		ssize_t n;
+
+		if (left <= 0 || poll(&pfd, 1, (int)(left * 1000) + 1) <= 0) {
+			if (left <= 0 || errno != EINTR)
+				break;
+			continue;
+		}
+		n = read(fd[0], buf + got, want - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd[0]);
+	if (got < want)
+		kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	if (got == want) {
+		memcpy(o, buf, sizeof(*o));
+		memcpy(rval, buf + sizeof(*o), n_r);
+	}
+	free(buf);
+}
+
 /*
  * Solve and leave S built on the result.  A net that fits as it is stays;
  * one whose model has more than OPT_MAX_COLS variables is refused (-1 with
@@ -840,7 +956,10 @@ int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 	struct lp L = { 0 };
 	struct cols C = { 0 };
 	struct stage_buf B = { 0 };
-	Cbc_Model *m = NULL;
+	struct solve_out so = { SOLVE_NONE, 0, 0, 0 };
+	double *v = NULL;
+	uint8_t *rval = NULL;
+	uint32_t n_r;
 	uint64_t cols;
 	double budget_kib = (double)S->req->budget_bytes / KIB, limit_s, solve_s, t0, secs;
 	int rc, stuck = -1;
@@ -907,53 +1026,53 @@ int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 
 		solve_s = left < 1 ? 1 : left < limit_s ? left : limit_s;
 	}
-	m = cbc_model(&L, solve_s);
 	/* start from the best heuristic plan: the solver then never returns
 	 * worse, and its bound says how far that plan may be from optimal */
+	v = mp_xmalloc((L.n_col + 1) * sizeof(*v));
 	{
 		struct mp_entry *he = NULL;
 		uint32_t n_he = 0;
-		double hms = 0, *v = mp_xmalloc((L.n_col + 1) * sizeof(*v));
-		int *idx = mp_xmalloc((L.n_col + 1) * sizeof(*idx));
+		double hms = 0;
 
-		if (best_heuristic(S, &he, &n_he, &hms, &start) && start_from(&M, &C, &B, &L, he, n_he, v) &&
-		    lp_feasible(&L, v)) {
-			for (uint32_t j = 0; j < L.n_col; j++)
-				idx[j] = (int)j;
-			Cbc_setMIPStartI(m, (int)L.n_col, idx, v);
-		} else {
+		if (!(best_heuristic(S, &he, &n_he, &hms, &start) && start_from(&M, &C, &B, &L, he, n_he, v) &&
+		      lp_feasible(&L, v)))
 			start = NULL;
-		}
 		free(he);
-		free(v);
-		free(idx);
 	}
+	n_r = M.cand_start[r->n];
+	rval = mp_xcalloc(n_r + 1, 1);
 	t0 = plan_now_s();
-	Cbc_solve(m);
+	solve_isolated(&L, start ? v : NULL, solve_s, C.rc, n_r, &so, rval);
 	secs = plan_now_s() - t0;
-	p->iterations = (uint32_t)Cbc_getNodeCount(m);
-	if (Cbc_isProvenInfeasible(m)) {
+	p->iterations = (uint32_t)so.nodes;
+	if (so.status == SOLVE_INFEASIBLE) {
 		snprintf(p->note, sizeof(p->note), "proven: no plan that only recomputes fits (%u variables, "
 			 "%u constraints, %.1f s)", L.n_col, L.n_row, secs);
 		goto out;
 	}
-	if (Cbc_numberSavedSolutions(m) < 1 || !Cbc_getColSolution(m)) {
-		snprintf(p->note, sizeof(p->note), "no plan found in the %.0f s limit (%u variables, %u "
-			 "constraints)", limit_s, L.n_col, L.n_row);
+	if (so.status == SOLVE_LOST && start) {
+		/* the solver crashed or outlived its deadline: the start stands */
+		for (uint32_t c = 0; c < n_r; c++)
+			rval[c] = v[C.rc[c] - 1] > 0.5;
+		so.obj = 0;
+		for (uint32_t c = 0; c < n_r; c++)
+			so.obj += rval[c] ? M.bms[M.cand[c]] : 0;
+	} else if (so.status != SOLVE_OPTIMAL && so.status != SOLVE_FEASIBLE) {
+		snprintf(p->note, sizeof(p->note), "no plan found in the %.0f s limit%s (%u variables, %u "
+			 "constraints)", limit_s, so.status == SOLVE_LOST ? ", the solver " SOLVE_LOST_WHY : "",
+			 L.n_col, L.n_row);
 		goto out;
 	}
 	/* the sequence: each stage's re-run blocks, then its route op */
 	{
-		const double *x = Cbc_getColSolution(m);
 		struct mp_entry *e = NULL;
 		uint32_t n_e = 0, cap = 0;
-		double obj = Cbc_getObjValue(m), bound = Cbc_getBestPossibleObjValue(m);
 
 		for (uint32_t t = 0; t < r->n; t++) {
 			for (uint32_t c = M.cand_start[t]; c < M.cand_start[t + 1]; c++) {
 				uint32_t b = M.cand[c];
 
-				if (x[C.rc[c] - 1] < 0.5)
+				if (!rval[c])
 					continue;
 				for (uint32_t j = M.bops_start[b]; j < M.bops_start[b + 1]; j++) {
 					mp_grow((void **)&e, &cap, n_e + 1, sizeof(*e));
@@ -966,18 +1085,22 @@ int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 		free(S->seq);
 		S->seq = e;
 		S->n_seq = n_e;
-		if (Cbc_isProvenOptimal(m))
+		if (so.status == SOLVE_OPTIMAL)
 			snprintf(p->note, sizeof(p->note), "proven optimal: %.3f ms recomputed (%u variables, "
-				 "%u constraints, %.1f s)", obj, L.n_col, L.n_row, secs);
+				 "%u constraints, %.1f s)", so.obj, L.n_col, L.n_row, secs);
+		else if (so.status == SOLVE_LOST)
+			snprintf(p->note, sizeof(p->note), "the solver %s: %s's plan, %.3f ms recomputed (%u "
+				 "variables, %u constraints)", SOLVE_LOST_WHY, start, so.obj, L.n_col, L.n_row);
 		else
 			snprintf(p->note, sizeof(p->note), "best found in the %.0f s limit%s%s: %.3f ms recomputed; "
 				 "no plan recomputes less than %.3f ms (%u variables, %u constraints)", limit_s,
-				 start ? ", from " : "", start ? start : "", obj, bound > 0 ? bound : 0.0, L.n_col, L.n_row);
+				 start ? ", from " : "", start ? start : "", so.obj, so.bound > 0 ? so.bound : 0.0,
+				 L.n_col, L.n_row);
 	}
 out:
 	rc = pl_build(S, err) < 0 ? -1 : 0;
-	if (m)
-		Cbc_deleteModel(m);
+	free(v);
+	free(rval);
 	lp_free(&L);
 	free(C.s0);
 	free(C.rc);

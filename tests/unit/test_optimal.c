@@ -26,10 +26,7 @@ static uint64_t rng = 88172645463325252ull;
 
 static uint32_t rnd(uint32_t n)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (uint32_t)(rng % n);
+	return unit_rnd(&rng, n);
 }
 
 /* A random DAG of n layers after data: each a conv, an in-place relu, a

@@ -38,6 +38,16 @@ static int unit_pass, unit_fail;
 				    __FILE__, __LINE__, #a, a_ ? a_ : "(null)", b_ ? b_ : "(null)"); } \
 } while (0)
 
+/* xorshift64 (Marsaglia 2003): reproducible random numbers in [0, n) for
+ * generated cases, from the caller's nonzero state. */
+static inline uint32_t unit_rnd(uint64_t *s, uint32_t n)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return (uint32_t)(*s % n);
+}
+
 static inline int unit_report(const char *name)
 {
 	printf("%s: %d passed, %d failed\n", name, unit_pass, unit_fail);
