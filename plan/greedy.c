@@ -427,8 +427,7 @@ static int greedy_pass(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, 
 	return rc;
 }
 
-/* Two passes, recomputation alone and with swaps too: where the copies
- * cannot keep up, swaps taken early block cheaper drops; the better wins. */
+/* The first pass alone: recomputation, no swaps (optimal's starts). */
 int plan_greedy_recompute(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 {
 	struct gr_ctx g0 = { 0 };
@@ -441,6 +440,8 @@ int plan_greedy_recompute(struct pl_state *S, struct mp_plan *p, struct mp_error
 	return rc;
 }
 
+/* Two passes, recomputation alone and with swaps too: where the copies
+ * cannot keep up, swaps taken early block cheaper drops; the better wins. */
 int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 {
 	struct gr_ctx g0 = { 0 }, g1 = { .swaps = true };
