@@ -349,6 +349,11 @@ int cmd_capacity(int argc, char **argv)
 		}
 		free(copy);
 	}
+	if (!n_gpus) { /* "--gpu ," names none */
+		rc = cli_error(EXIT_BAD_INPUT, "--gpu: '%s' names no GPU (a catalog name such as k40c, or a "
+			       "size such as 12G, comma-separated)", gpu_arg);
+		goto out;
+	}
 	if (svg && !(svgf = fopen(svg, "w"))) {
 		rc = cli_error(EXIT_BAD_INPUT, "--svg: cannot write '%s': %s", svg, strerror(errno));
 		goto out;

@@ -50,4 +50,8 @@ expect_run "no batch to vary" 2 --stderr "memplan: examples/swap-chain.json: the
 	memplan capacity examples/swap-chain.json --gpu 4M
 expect_run "bad overhead" 2 --stderr "memplan: --max-overhead: 'lots' is not a percentage (for example 10 or 10%)" -- \
 	memplan capacity tests/data/mlp.json --gpu 4M --max-overhead lots
+# "--gpu ," names no GPU: refused, and no SVG is started (it crashed)
+expect_run "empty gpu list" 2 --stderr "memplan: --gpu: ',' names no GPU (a catalog name such as k40c, or a size such as 12G, comma-separated)" -- \
+	memplan capacity examples/tiny.json --gpu , --svg "$TMP/none.svg"
+expect_run "empty gpu list wrote nothing" 1 -- test -e "$TMP/none.svg"
 done_testing
