@@ -675,6 +675,7 @@ static Cbc_Model *cbc_model(const struct lp *L, double limit_s)
 	Cbc_setLogLevel(m, 0);
 	Cbc_setMaximumSeconds(m, limit_s);
 	Cbc_setParameter(m, "threads", "1");
+	Cbc_setParameter(m, "timeMode", "elapsed"); /* wall time, as the parent's deadline */
 	free(start);
 	free(index);
 	free(fill);
