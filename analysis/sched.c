@@ -89,26 +89,31 @@ void sched_micro_cost(const struct mp_net *net, int32_t op, int32_t algo, uint32
 	*ws_bytes = (uint64_t)((double)full_ws * batch / B);
 }
 
-void sched_action_cost(const struct mp_net *net, const struct mp_schedule *s,
-		       const struct mp_action *a, double *ms, uint64_t *ws_bytes)
+void sched_op_cost(const struct mp_net *net, int32_t op, int32_t algo, const struct mp_micro *m,
+		   uint32_t n, double *ms, uint64_t *ws_bytes)
 {
-	if (a->micro <= 1) {
-		*ms = sched_op_ms(net, a->op, a->algo);
-		*ws_bytes = sched_ws_bytes(net, a->op, a->algo);
+	if (n <= 1) {
+		*ms = sched_op_ms(net, op, algo);
+		*ws_bytes = sched_ws_bytes(net, op, algo);
 		return;
 	}
 	*ms = 0;
 	*ws_bytes = 0;
-	for (uint32_t k = 0; k < a->micro; k++) {
-		const struct mp_micro *m = &s->micro[a->micro_at + k];
+	for (uint32_t k = 0; k < n; k++) {
 		double t;
 		uint64_t w;
 
-		sched_micro_cost(net, a->op, m->algo, m->batch, &t, &w);
+		sched_micro_cost(net, op, m[k].algo, m[k].batch, &t, &w);
 		*ms += t;
 		if (w > *ws_bytes)
 			*ws_bytes = w;
 	}
+}
+
+void sched_action_cost(const struct mp_net *net, const struct mp_schedule *s,
+		       const struct mp_action *a, double *ms, uint64_t *ws_bytes)
+{
+	sched_op_cost(net, a->op, a->algo, a->micro > 1 ? &s->micro[a->micro_at] : NULL, a->micro, ms, ws_bytes);
 }
 
 void sched_set_micro(struct mp_schedule *s, uint32_t i, const struct mp_micro *m, uint32_t n)

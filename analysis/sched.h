@@ -101,8 +101,12 @@ double sched_op_ms(const struct mp_net *net, int32_t op, int32_t algo);
  * else its full-batch figures scaled by batch / op->batch (memplan-net(5)). */
 void sched_micro_cost(const struct mp_net *net, int32_t op, int32_t algo, uint32_t batch,
 		      double *ms, uint64_t *ws_bytes);
-/* Time and workspace of a compute or recompute action (micro-batches summed;
- * workspace is the largest micro-batch's, reused in turn). */
+/* Time and workspace of op run as the micro-batches m[0 .. n) (n <= 1: the
+ * whole batch with algo): times summed, workspace the largest micro-batch's,
+ * reused in turn. */
+void sched_op_cost(const struct mp_net *net, int32_t op, int32_t algo, const struct mp_micro *m,
+		   uint32_t n, double *ms, uint64_t *ws_bytes);
+/* The same for a compute or recompute action. */
 void sched_action_cost(const struct mp_net *net, const struct mp_schedule *s,
 		       const struct mp_action *a, double *ms, uint64_t *ws_bytes);
 /* Append a micro-batch list to action i (sets micro, micro_at). */

@@ -67,7 +67,6 @@
 
 struct om {
 	const struct pl_state *S;
-	uint32_t n;                 /* route steps */
 	uint32_t *blk;              /* [n_ops] block of a forward op; NONE else */
 	uint32_t n_blk;
 	uint8_t *brc;               /* [n_blk] the block may re-run */
@@ -83,7 +82,6 @@ struct om {
 	uint64_t *fixed;            /* [n] untracked bytes resident during re-runs of stage t */
 	uint64_t *fixed_op;         /* [n] ... and during route op t */
 	uint32_t *cand_start, *cand; /* per stage: blocks it may re-run (CSR) */
-	double *op_ms;              /* [n_ops] */
 	uint64_t *op_ws;            /* [n_ops] */
 };
 
@@ -94,29 +92,27 @@ static uint32_t find(uint32_t *p, uint32_t a)
 	return a;
 }
 
-/* Time and workspace of an op as the state runs it (algorithm, micro-batches). */
-static void op_cost(const struct pl_state *S, int32_t o, double *ms, uint64_t *ws)
+/* The tracked tensors op touches: their tlast reaches stage t, and the
+ * blocks of those it reads (other than self) that may re-run and are
+ * complete before t are pushed once per stage: what a re-run in stage t
+ * needs in turn. */
+static void om_visit(struct om *M, const struct mp_op *op, uint32_t t, uint32_t self, uint32_t *stamp,
+		     uint32_t *stack, uint32_t *sp)
 {
-	const struct mp_net *net = S->net;
+	for (uint32_t k = 0; k < op->n_in + op->n_out; k++) {
+		int32_t x = k < op->n_in ? op->in[k] : op->out[k - op->n_in];
+		uint32_t c;
 
-	if (S->micro_n[o] > 1) {
-		*ms = 0;
-		*ws = 0;
-		for (uint32_t k = 0; k < S->micro_n[o]; k++) {
-			double m;
-			uint64_t w;
-
-			sched_micro_cost(net, o, S->micro[o][k].algo, S->micro[o][k].batch, &m, &w);
-			*ms += m;
-			if (w > *ws)
-				*ws = w;
+		if (!M->tracked[x])
+			continue;
+		if (t > M->tlast[x])
+			M->tlast[x] = t;
+		c = M->tblk[x];
+		if (k < op->n_in && c != self && M->brc[c] && M->blast[c] < t && stamp[c] != t) {
+			stamp[c] = t;
+			stack[(*sp)++] = c;
 		}
-	} else {
-		*ms = sched_op_ms(net, o, S->algo[o]);
-		*ws = sched_ws_bytes(net, o, S->algo[o]);
 	}
-	if (net->ops[o].ws < 0)
-		*ws = 0;
 }
 
 /* Blocks, tracked tensors, fixed memory and each stage's candidate blocks.
@@ -128,21 +124,24 @@ static uint64_t om_build(struct om *M, const struct pl_state *S)
 	uint32_t nt = net->n_tensors, nf = r->n_fwd, *par, *stamp, *stack, cap = 0, n_cand = 0;
 	uint64_t cols = 0, persistent = 0, *delta;
 	uint32_t *ulast;
+	double *op_ms;
 
 	memset(M, 0, sizeof(*M));
 	M->S = S;
-	M->n = r->n;
 	M->blk = mp_xmalloc((net->n_ops + 1) * sizeof(*M->blk));
 	M->tracked = mp_xcalloc(nt + 1, 1);
 	M->tblk = mp_xmalloc((nt + 1) * sizeof(*M->tblk));
 	M->tfirst = mp_xmalloc((nt + 1) * sizeof(*M->tfirst));
 	M->tlast = mp_xcalloc(nt + 1, sizeof(*M->tlast));
 	M->alloc = mp_xcalloc(net->n_ops + 1, sizeof(*M->alloc));
-	M->op_ms = mp_xmalloc((net->n_ops + 1) * sizeof(*M->op_ms));
+	op_ms = mp_xmalloc((net->n_ops + 1) * sizeof(*op_ms));
 	M->op_ws = mp_xmalloc((net->n_ops + 1) * sizeof(*M->op_ws));
 	for (uint32_t o = 0; o < net->n_ops; o++) {
 		M->blk[o] = NONE;
-		op_cost(S, (int32_t)o, &M->op_ms[o], &M->op_ws[o]);
+		/* time and workspace as the state runs the op */
+		sched_op_cost(net, (int32_t)o, S->algo[o], S->micro[o], S->micro_n[o], &op_ms[o], &M->op_ws[o]);
+		if (net->ops[o].ws < 0)
+			M->op_ws[o] = 0;
 	}
 	for (uint32_t t = 0; t < nt; t++) {
 		const struct mp_tensor *x = &net->tensors[t];
@@ -179,10 +178,11 @@ static uint64_t om_build(struct om *M, const struct pl_state *S)
 
 		M->bops_start[b + 1]++;
 		M->blast[b] = i;
-		M->bms[b] += M->op_ms[o];
+		M->bms[b] += op_ms[o];
 		if (!net->ops[o].recomputable)
 			M->brc[b] = 0;
 	}
+	free(op_ms);
 	for (uint32_t b = 0; b < M->n_blk; b++)
 		M->bops_start[b + 1] += M->bops_start[b];
 	M->bcols = mp_xcalloc(M->n_blk + 1, sizeof(*M->bcols));
@@ -302,45 +302,15 @@ static uint64_t om_build(struct om *M, const struct pl_state *S)
 		const struct mp_op *op = &net->ops[r->op[t]];
 		uint32_t sp = 0, c0 = n_cand;
 
-		for (uint32_t k = 0; k < op->n_in + op->n_out; k++) {
-			int32_t x = k < op->n_in ? op->in[k] : op->out[k - op->n_in];
-
-			if (!M->tracked[x])
-				continue;
-			if (t > M->tlast[x])
-				M->tlast[x] = t;
-			if (k < op->n_in) {
-				uint32_t b = M->tblk[x];
-
-				if (M->brc[b] && M->blast[b] < t && stamp[b] != t) {
-					stamp[b] = t;
-					stack[sp++] = b;
-				}
-			}
-		}
+		/* (route op t's own block is never complete before t) */
+		om_visit(M, op, t, NONE, stamp, stack, &sp);
 		while (sp) {
 			uint32_t b = stack[--sp];
 
 			mp_grow((void **)&M->cand, &cap, n_cand + 1, sizeof(*M->cand));
 			M->cand[n_cand++] = b;
-			for (uint32_t j = M->bops_start[b]; j < M->bops_start[b + 1]; j++) {
-				const struct mp_op *bo = &net->ops[M->bops[j]];
-
-				for (uint32_t k = 0; k < bo->n_in + bo->n_out; k++) {
-					int32_t x = k < bo->n_in ? bo->in[k] : bo->out[k - bo->n_in];
-					uint32_t c;
-
-					if (!M->tracked[x])
-						continue;
-					if (t > M->tlast[x])
-						M->tlast[x] = t;
-					c = M->tblk[x];
-					if (k < bo->n_in && c != b && M->brc[c] && stamp[c] != t) {
-						stamp[c] = t;
-						stack[sp++] = c;
-					}
-				}
-			}
+			for (uint32_t j = M->bops_start[b]; j < M->bops_start[b + 1]; j++)
+				om_visit(M, &net->ops[M->bops[j]], t, b, stamp, stack, &sp);
 		}
 		/* in route order of their last op: what a block reads of
 		 * another is final once that block's last op has run */
@@ -383,7 +353,6 @@ static void om_free(struct om *M)
 	free(M->fixed_op);
 	free(M->cand_start);
 	free(M->cand);
-	free(M->op_ms);
 	free(M->op_ws);
 }
 
@@ -540,7 +509,6 @@ static int model_stage(struct lp *L, const struct om *M, const struct cols *C, u
 	const struct mp_net *net = M->S->net;
 	const struct mp_route *r = M->S->r;
 	int prev_u = 0;
-
 	uint32_t p0 = B->np, q_first = B->nq;
 
 	B->p_start[t] = p0;
@@ -969,7 +937,7 @@ int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 	if ((rc = pl_fits_as_is(S, p, err)) != 0)
 		return rc < 0 ? -1 : 0;
 	cols = om_build(&M, S);
-	limit_s = S->req->time_limit_s > 0 ? S->req->time_limit_s : OPT_DEFAULT_LIMIT_S;
+	limit_s = plan_time_limit(S->req);
 	if (cols > OPT_MAX_COLS) {
 		mp_error_set(err, "optimal: the net is too large for the exact planner (%u ops: about %llu "
 			     "variables, the limit is %u); use chain or greedy", net->n_ops,

@@ -206,9 +206,7 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 		struct mp_plan_req eff = *req;
 		struct mp_plan prev;
 		bool have_prev = false;
-		double limit = req->time_limit_s > 0 ? req->time_limit_s : OPT_DEFAULT_LIMIT_S;
-
-		eff.deadline_s = plan_now_s() + limit;
+		eff.deadline_s = plan_now_s() + plan_time_limit(req);
 		for (int attempt = 0; attempt < PLAN_ARENA_ATTEMPTS; attempt++) {
 			pl_init(&S, net, r, &eff);
 			if ((req->ws_mode == MP_WS_WR || req->ws_mode == MP_WS_WD) &&

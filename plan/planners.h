@@ -32,6 +32,12 @@ double plan_now_s(void);
 #define OPT_DEFAULT_LIMIT_S 60.0
 #define OPT_LP_COLS2_PER_S 7.6e7
 
+/* optimal's time limit for a request, in seconds. */
+static inline double plan_time_limit(const struct mp_plan_req *req)
+{
+	return req->time_limit_s > 0 ? req->time_limit_s : OPT_DEFAULT_LIMIT_S;
+}
+
 /* Rounds a planner may run before it gives up (each is one build), and
  * rounds in a row without a lower peak before it stops trying. */
 #define PL_MAX_ROUNDS 4000
