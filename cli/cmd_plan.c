@@ -314,10 +314,22 @@ int cmd_plan(int argc, char **argv)
 			lowest = i;
 	}
 	/* the chosen plan's arena: the smallest of the placement orders (plan_run
-	 * stopped at the first that fits), unless that is the lower bound */
+	 * stopped at the first that fits, or searched on until it did), unless
+	 * that is the lower bound */
 	if (best >= 0 && plans[best].arena_bytes > plans[best].max_live_bytes) {
-		plan_assign_arena(net, &plans[best]);
-		plan_metrics(&plans[best], req.budget_bytes);
+		struct mp_plan *b = &plans[best];
+		uint64_t *had = b->offset, had_bytes = b->arena_bytes;
+
+		b->offset = NULL;
+		plan_assign_arena(net, b);
+		if (b->arena_bytes > had_bytes) { /* plan_run's search did better */
+			free(b->offset);
+			b->offset = had;
+			b->arena_bytes = had_bytes;
+		} else {
+			free(had);
+		}
+		plan_metrics(b, req.budget_bytes);
 	}
 	if (fmt == FMT_JSON) {
 		if (all) {

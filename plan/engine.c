@@ -474,6 +474,41 @@ int pl_fits_as_is(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 	return 1;
 }
 
+uint64_t pl_arena_bytes(struct pl_state *S, uint64_t enough)
+{
+	struct mp_plan q;
+	uint64_t bytes;
+
+	/* the same schedule again (a state put back and rebuilt): the answer
+	 * given, recognised by its length, peak and time */
+	if (S->arena_n == S->sched.n && S->arena_peak == S->sim.peak_bytes && S->arena_ms == S->sim.time_ms &&
+	    S->arena_enough == enough)
+		return S->arena_bytes;
+	/* a shallow view of the last build: the arena only reads them */
+	plan_init(&q);
+	q.sched = S->sched;
+	q.sim = S->sim;
+	plan_assign_arena_within(S->net, &q, enough);
+	bytes = q.arena_bytes;
+	free(q.offset);
+	S->arena_n = S->sched.n;
+	S->arena_peak = S->sim.peak_bytes;
+	S->arena_ms = S->sim.time_ms;
+	S->arena_enough = enough;
+	S->arena_bytes = bytes;
+	return bytes;
+}
+
+uint64_t pl_overflow(struct pl_state *S)
+{
+	uint64_t B = S->req->budget_bytes, arena;
+
+	if (S->sim.peak_bytes > B)
+		return S->sim.peak_bytes - B;
+	arena = pl_arena_bytes(S, B);
+	return arena > B ? arena - B : 0;
+}
+
 bool pl_better(const struct pl_state *S, uint64_t peak_a, double ms_a, uint64_t peak_b, double ms_b)
 {
 	uint64_t B = S->req->budget_bytes;

@@ -55,6 +55,10 @@ struct pl_state {
 	uint32_t peak_entry;  /* entry whose step holds the peak */
 	struct mp_entry *entries;  /* [n_entries] the last build's sequence */
 	uint32_t *touch_start, *touch_list; /* its touches per tensor (CSR) */
+	/* pl_arena_bytes's last answer, and the schedule it was for */
+	uint32_t arena_n;
+	uint64_t arena_peak, arena_enough, arena_bytes;
+	double arena_ms;
 };
 
 void pl_init(struct pl_state *S, const struct mp_net *net, const struct mp_route *r,
@@ -100,6 +104,16 @@ uint32_t pl_wait_swapouts(struct pl_state *S);
  * does not, -1 with *err.  The checkpointing planners start here: a net that
  * fits is left alone, as a person would. */
 int pl_fits_as_is(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
+
+/* The arena the last build's schedule packs in (plan_assign_arena_within:
+ * the search stops at enough bytes); asked again of a schedule with the same
+ * length, peak and time (a state put back and rebuilt), the answer it gave:
+ * a check inside planning, which plan_run's own assignment settles. */
+uint64_t pl_arena_bytes(struct pl_state *S, uint64_t enough);
+
+/* By how much the last build misses the budget: its simulated peak over it,
+ * else its arena over it; 0 when both fit. */
+uint64_t pl_overflow(struct pl_state *S);
 
 /* Is a result (peak, time) better than another for the budget: it fits
  * where the other does not, else it is faster when both fit, else lower. */

@@ -102,6 +102,10 @@ void plan_assign_arena(const struct mp_net *net, struct mp_plan *p);
 /* The same, stopping at the first placement order whose arena is at most
  * enough bytes (a budget): cheaper when only fitting matters. */
 void plan_assign_arena_within(const struct mp_net *net, struct mp_plan *p, uint64_t enough);
+/* Which placement the arena uses: 0 by the schedule's size (the default),
+ * 1 the sorted scan, -1 the segment tree (for tests: both give the same
+ * offsets). */
+extern int plan_arena_placer;
 /* Offsets are multiples of this; arena_bytes is the highest end, unrounded. */
 #define PLAN_ARENA_ALIGN 256u
 /* Check p->offset against p->sched's simulated lifetimes: every allocation

@@ -14,6 +14,8 @@ int plan_tensile(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 /* greedy's first pass alone: drops, no swaps (optimal's starts). */
 int plan_greedy_recompute(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
+/* greedy's online pass (plan/dtr.c): DTR's evictions, recorded; S->seq. */
+int plan_greedy_dtr(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_chain(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_chen(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_blocks(struct pl_state *S, struct mp_plan *p, struct mp_error *err);

@@ -296,7 +296,6 @@ static void test_planners(void)
 				continue;
 			}
 			if (f.p.fits) {
-				plan_assign_arena(f.net, &f.p);
 				opts(&o, scale_for(cases[c].path), 2, 1);
 				if (run_clean(&f, &o, &r, what) == 0) {
 					check_peak(&r, r.peak_bytes, f.p.sim.peak_bytes, what);
@@ -370,7 +369,6 @@ static void test_checkpoint_planners(void)
 				}
 				if (!f.p.fits)
 					continue;
-				plan_assign_arena(f.net, &f.p);
 				/* copies race compute only in plans that swap: those
 				 * run at the modelled times */
 				opts(&o, f.p.sim.n_swap_out || f.p.sim.n_swap_in ? 1.0 : 0.1, 1, 0);

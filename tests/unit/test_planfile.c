@@ -454,7 +454,6 @@ static void test_round_trip_planners(void)
 					CHECK(!"plan_run");
 					continue;
 				}
-				plan_assign_arena(f.net, &f.p);
 				for (uint32_t i = 0; i < f.p.sched.n; i++) {
 					micro += f.p.sched.a[i].micro > 1;
 					swaps += f.p.sched.a[i].kind == MP_ACT_SWAP_IN;
