@@ -601,16 +601,16 @@ static uint64_t place(struct placer *P, const struct item *it, uint32_t n_it, ui
  * swap one to three pairs of items at most ARENA_SWAP_REACH apart (the first
  * of each pair nearer the front, where the large items are, more often) and
  * place again, keeping the new order when its arena is no larger (ties walk
- * the plateau).  On U-Net's recompute plans at 70% of liveness the four
- * orders leave the arena 3 to 7% above the simulated peak; the search takes
- * it to 1.5 to 3.5%.  Only schedules the scan places (ARENA_SCAN_MAX), at
- * most ARENA_TRIES placements and ARENA_PAIRS item pairs in all (about 0.1 s
- * on a 2-CPU VM), and it ends after ARENA_STALE tries without a smaller
- * arena.  The generator is seeded: the same schedule always gets the same
- * offsets.
+ * the plateau).  Greedy's recompute plans of U-Net at 70% of liveness (655.3
+ * MiB): a 653.7 MiB peak packs in 693.6 MiB with the four orders, 676.3 after
+ * the search; a 632.5 MiB peak in 691.6, and 655.3 after it (it fits).
+ * Only schedules the scan places (ARENA_SCAN_MAX), at most ARENA_TRIES
+ * placements and ARENA_PAIRS pairs of items in all (about 0.05 s), and it
+ * ends after ARENA_STALE tries without a smaller arena.  The generator is
+ * seeded: the same schedule always gets the same offsets.
  */
 #define ARENA_TRIES 1000
-#define ARENA_PAIRS 150000000.0
+#define ARENA_PAIRS 50000000.0
 #define ARENA_STALE 200
 #define ARENA_MIN_TRIES 50
 #define ARENA_SWAP_REACH 20

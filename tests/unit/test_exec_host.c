@@ -23,7 +23,7 @@
 #include "../../analysis/policy.h"
 #include "../../analysis/route.h"
 #include "../../analysis/sim.h"
-#include "../../plan/plan.h"
+#include "../../plan/planners.h"
 #include "../../verify/exec.h"
 #include "../../verify/pool.h"
 #include "unit.h"
@@ -490,6 +490,76 @@ static void expect_prefix(const char *got, const char *want)
 }
 
 /* A free moved before the last read of its tensor. */
+/* greedy's online pass (DTR, plan/dtr.c) alone, on every example at 70 and
+ * 50% of liveness (bytes scaled down as above): each sequence that fits runs
+ * on the host with its data intact and its peak the prediction to the byte
+ * (no swaps: one engine).  It wins greedy only where it is the best pass, so
+ * it is run here directly. */
+static void test_dtr_plans(void)
+{
+	static const int pct[] = { 70, 50 };
+	glob_t g;
+	uint32_t runs = 0, re = 0;
+
+	if (glob("examples/*.json", 0, NULL, &g) != 0) {
+		CHECK(!"examples found");
+		return;
+	}
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		const char *path = g.gl_pathv[i];
+		struct mp_error err = { "" };
+		struct fix f;
+		struct mp_schedule s;
+		struct mp_sim live;
+
+		if (fix_net(&f, path) < 0) {
+			CHECK(0);
+			continue;
+		}
+		for (uint32_t t = 0; t < f.net->n_tensors; t++)
+			f.net->tensors[t].bytes = (f.net->tensors[t].bytes + 1023) >> 10;
+		for (uint32_t o = 0; o < f.net->n_ops; o++)
+			for (uint32_t a = 0; a < f.net->ops[o].n_algos; a++)
+				f.net->ops[o].algos[a].workspace_bytes >>= 10;
+		sched_init(&s);
+		policy_build(f.net, &f.r, MP_STRAT_LIVENESS, &f.req.popts, &s, NULL);
+		CHECK(sim_run(f.net, &f.req.device, &s, &live, &err) == 0);
+		sched_release(&s);
+		for (unsigned b = 0; b < sizeof(pct) / sizeof(pct[0]); b++) {
+			struct pl_state S;
+			struct mp_exec_opts o;
+			struct mp_exec_result r;
+			char what[200];
+
+			snprintf(what, sizeof(what), "%s at %d%%, greedy's online pass", path, pct[b]);
+			f.req.budget_bytes = live.peak_bytes / 100 * pct[b];
+			pl_init(&S, f.net, &f.r, &f.req);
+			CHECK(plan_greedy_dtr(&S, &f.p, &err) == 0);
+			if (!S.seq || S.sim.peak_bytes > f.req.budget_bytes) {
+				pl_release(&S);
+				continue;
+			}
+			pl_take(&S, &f.p);
+			pl_release(&S);
+			plan_assign_arena(f.net, &f.p);
+			opts(&o, 0.1, 1, 0);
+			if (run_clean(&f, &o, &r, what) < 0)
+				continue;
+			CHECK_U64(r.peak_bytes, f.p.sim.peak_bytes);
+			runs++;
+			re += f.p.sim.n_recompute > 0;
+			exec_result_release(&r);
+		}
+		sim_release(&live);
+		fix_release(&f);
+	}
+	globfree(&g);
+	printf("  greedy's online pass: %u plans of the examples verified on the host, %u of them recomputing\n",
+	       runs, re);
+	CHECK(runs >= 10);
+	CHECK(re >= 10);
+}
+
 static void test_free_before_use(void)
 {
 	struct fix f;
@@ -999,6 +1069,7 @@ int main(void)
 	test_examples();
 	test_planners();
 	test_checkpoint_planners();
+	test_dtr_plans();
 	test_free_before_use();
 	test_swap_in_removed();
 	test_recompute_removed();
