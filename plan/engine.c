@@ -479,6 +479,8 @@ uint64_t pl_arena_bytes(struct pl_state *S, uint64_t enough)
 	struct mp_plan q;
 	uint64_t bytes;
 
+	if (S->peak_only)
+		return 0;
 	/* the same schedule again (a state put back and rebuilt): the answer
 	 * given, recognised by its length, peak and time */
 	if (S->arena_n == S->sched.n && S->arena_peak == S->sim.peak_bytes && S->arena_ms == S->sim.time_ms &&

@@ -55,6 +55,9 @@ struct pl_state {
 	uint32_t peak_entry;  /* entry whose step holds the peak */
 	struct mp_entry *entries;  /* [n_entries] the last build's sequence */
 	uint32_t *touch_start, *touch_list; /* its touches per tensor (CSR) */
+	bool peak_only;       /* fitting means the simulated peak alone: no arena
+			       * is asked (test_optimal compares the heuristics
+			       * with an optimum counted that way) */
 	/* pl_arena_bytes's last answer, and the schedule it was for */
 	uint32_t arena_n;
 	uint64_t arena_peak, arena_enough, arena_bytes;
@@ -106,7 +109,7 @@ uint32_t pl_wait_swapouts(struct pl_state *S);
 int pl_fits_as_is(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 
 /* The arena the last build's schedule packs in (plan_assign_arena_within:
- * the search stops at enough bytes); asked again of a schedule with the same
+ * the search stops at enough bytes; 0 when peak_only); asked again of a schedule with the same
  * length, peak and time (a state put back and rebuilt), the answer it gave:
  * a check inside planning, which plan_run's own assignment settles. */
 uint64_t pl_arena_bytes(struct pl_state *S, uint64_t enough);

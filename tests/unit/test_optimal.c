@@ -243,16 +243,20 @@ static void against_brute(struct mp_net *net, const char *what)
 			{
 				double best = -1;
 
-				for (int pk = 0; pk < 4; pk++) {
+				for (int pk = 0; pk < 5; pk++) {
 					struct pl_state T;
 					struct mp_plan q;
 					struct mp_error err;
-					static int (*const fns[4])(struct pl_state *, struct mp_plan *, struct mp_error *) = {
-						plan_chain, plan_greedy_recompute, plan_chen, plan_blocks,
+					static int (*const fns[5])(struct pl_state *, struct mp_plan *, struct mp_error *) = {
+						plan_chain, plan_greedy_recompute, plan_chen, plan_blocks, plan_greedy_dtr,
 					};
 
 					plan_init(&q);
 					pl_init(&T, c.net, &c.r, &c.req);
+					/* on the optimum's terms: the simulated peak (the
+					 * arena's 256-byte alignment weighs on these nets'
+					 * kilobyte tensors) */
+					T.peak_only = true;
 					if (fns[pk](&T, &q, &err) == 0 && T.sim.peak_bytes <= b && !T.sim.d2h_bytes &&
 					    (best < 0 || T.sim.time_ms < best))
 						best = T.sim.time_ms;
@@ -323,7 +327,7 @@ int main(void)
 	}
 	refuses_large();
 	printf("optimal: %u budgets against brute force, %u proven; chain fits at %u of them, at most "
-	       "%.1f%% slower (%.1f%% on chains); the fastest recompute-only plan of chain, greedy, "
+	       "%.1f%% slower (%.1f%% on chains); the fastest recompute-only plan of chain, greedy (both passes), "
 	       "chen and checkpoint-blocks fits at %u, within 2%% at %u, at most %.1f%% slower\n", n_compared, n_proven, n_chain, 100.0 * (worst_chain - 1),
 	       100.0 * (worst_on_chains - 1), n_auto, n_auto_2pct, 100.0 * (worst_auto - 1));
 	CHECK(n_compared >= 100);
