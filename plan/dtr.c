@@ -56,7 +56,8 @@ struct dtr {
 	uint8_t *res;         /* resident */
 	uint8_t *ok;          /* may be evicted and rematerialized */
 	uint32_t *last;       /* last route step touching it */
-	uint32_t *done;       /* route step of its last forward writer (UINT32_MAX: none) */
+	uint32_t *done;       /* route step of its last forward writer
+			       * (UINT32_MAX: none) */
 	uint32_t *pin;
 	double *seen;         /* clock at its last touch */
 	uint32_t *blk;        /* block of its forward writers (UINT32_MAX: none) */
@@ -457,7 +458,7 @@ int plan_greedy_dtr(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 		p->iterations++;
 		if ((rc = pl_build(S, err)) != 0)
 			break;
-		over = pl_overflow(S);
+		over = pl_overflow(S, S->req->budget_bytes);
 		if (over < best_over || (over == 0 && S->sim.time_ms < best_ms)) {
 			free(best);
 			best = S->seq;

@@ -501,9 +501,9 @@ uint64_t pl_arena_bytes(struct pl_state *S, uint64_t enough)
 	return bytes;
 }
 
-uint64_t pl_overflow(struct pl_state *S)
+uint64_t pl_overflow(struct pl_state *S, uint64_t B)
 {
-	uint64_t B = S->req->budget_bytes, arena;
+	uint64_t arena;
 
 	if (S->sim.peak_bytes > B)
 		return S->sim.peak_bytes - B;

@@ -109,14 +109,15 @@ uint32_t pl_wait_swapouts(struct pl_state *S);
 int pl_fits_as_is(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 
 /* The arena the last build's schedule packs in (plan_assign_arena_within:
- * the search stops at enough bytes; 0 when peak_only); asked again of a schedule with the same
- * length, peak and time (a state put back and rebuilt), the answer it gave:
- * a check inside planning, which plan_run's own assignment settles. */
+ * the search stops at enough bytes; 0 when peak_only).  Asked again of a
+ * schedule with the same length, peak and time (a state put back and
+ * rebuilt), the answer it gave: a check inside planning, which plan_run's
+ * own assignment settles. */
 uint64_t pl_arena_bytes(struct pl_state *S, uint64_t enough);
 
-/* By how much the last build misses the budget: its simulated peak over it,
- * else its arena over it; 0 when both fit. */
-uint64_t pl_overflow(struct pl_state *S);
+/* By how much the last build misses budget: its simulated peak over it, else
+ * its arena over it; 0 when both fit. */
+uint64_t pl_overflow(struct pl_state *S, uint64_t budget);
 
 /* Is a result (peak, time) better than another for the budget: it fits
  * where the other does not, else it is faster when both fit, else lower. */

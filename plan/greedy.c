@@ -444,11 +444,11 @@ static int greedy_run(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, u
 		return 0;
 	/* the rounds may have gone below what they aimed at: undo up to the aim,
 	 * unless the arena then overflows (then up to the peak they reached) */
-	if (aim > target && pl_overflow(S) == 0) {
+	if (aim > target && pl_overflow(S, S->req->budget_bytes) == 0) {
 		snapshot(S, &g->before, false);
 		if (undo_drops(S, p, aim, err) < 0)
 			return -1;
-		if (pl_overflow(S) == 0)
+		if (pl_overflow(S, S->req->budget_bytes) == 0)
 			return 0;
 		snapshot(S, &g->before, true);
 		p->iterations++;
@@ -502,7 +502,7 @@ static int greedy_pass(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, 
 		}
 		if ((rc = greedy_run(S, p, g, start, &first, err)) < 0)
 			break;
-		over = pl_overflow(S);
+		over = pl_overflow(S, S->req->budget_bytes);
 		if (over < best_over || (!over && S->sim.time_ms < best_ms)) {
 			snapshot(S, &best, false);
 			best_over = over;
@@ -516,7 +516,7 @@ static int greedy_pass(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, 
 		else
 			break;
 	}
-	if (rc == 0 && (pl_overflow(S) != best_over || S->sim.time_ms != best_ms)) {
+	if (rc == 0 && (pl_overflow(S, S->req->budget_bytes) != best_over || S->sim.time_ms != best_ms)) {
 		snapshot(S, &best, true);
 		p->iterations++;
 		rc = pl_build(S, err);
@@ -560,7 +560,7 @@ int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 		return -1;
 	saved_init(&first, S->nt + 1, S->r->n);
 	for (int pass = 1; pass <= 2; pass++) {
-		over0 = pl_overflow(S);
+		over0 = pl_overflow(S, S->req->budget_bytes);
 		ms0 = S->sim.time_ms;
 		snapshot(S, &first, false);
 		reset(S);
@@ -569,7 +569,7 @@ int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 			return -1;
 		}
 		online = pass == 2 && S->seq;
-		over = pl_overflow(S);
+		over = pl_overflow(S, S->req->budget_bytes);
 		/* the best fits (peak and arena) and is faster, or misses by less */
 		if (over0 != over ? over0 < over : ms0 <= S->sim.time_ms) {
 			free(S->seq);

@@ -171,13 +171,15 @@ static int dynamic_workspace(struct pl_state *S, uint64_t budget, uint64_t *over
 
 	memcpy(algo, S->algo, net->n_ops * sizeof(*algo));
 	memcpy(start, S->step_start, S->r->n * sizeof(*start));
-	if (pl_arena_bytes(S, budget) > budget) {
-		rc = pl_dynamic_workspace(S, err); /* it overflows already */
-	} else if ((rc = pl_dynamic_workspace(S, err)) == 0 && (*over = pl_overflow(S)) > 0) {
+	/* (no algorithm changed: the planned schedule, no arena to ask) */
+	if ((rc = pl_dynamic_workspace(S, err)) == 0 && memcmp(algo, S->algo, net->n_ops * sizeof(*algo)) &&
+	    (*over = pl_overflow(S, budget)) > 0) {
 		*peak = S->sim.peak_bytes;
 		memcpy(S->algo, algo, net->n_ops * sizeof(*algo));
 		memcpy(S->step_start, start, S->r->n * sizeof(*start));
 		rc = pl_build(S, err) < 0 ? -1 : 1;
+		if (rc == 1 && pl_overflow(S, budget) > 0) /* it overflowed already */
+			rc = pl_dynamic_workspace(S, err);
 	}
 	free(algo);
 	free(start);

@@ -306,6 +306,30 @@ static void test_planners(void)
 		}
 }
 
+/* An example with every size divided by 1024 (the hashing stays small) and
+ * its liveness run simulated into *live. */
+static int fix_scaled(struct fix *f, const char *path, struct mp_sim *live)
+{
+	struct mp_error err = { "" };
+	struct mp_schedule s;
+	int rc;
+
+	if (fix_net(f, path) < 0)
+		return -1;
+	for (uint32_t t = 0; t < f->net->n_tensors; t++)
+		f->net->tensors[t].bytes = (f->net->tensors[t].bytes + 1023) >> 10;
+	for (uint32_t o = 0; o < f->net->n_ops; o++)
+		for (uint32_t a = 0; a < f->net->ops[o].n_algos; a++)
+			f->net->ops[o].algos[a].workspace_bytes >>= 10;
+	sched_init(&s);
+	policy_build(f->net, &f->r, MP_STRAT_LIVENESS, &f->req.popts, &s, NULL);
+	rc = sim_run(f->net, &f->req.device, &s, live, &err);
+	sched_release(&s);
+	if (rc < 0)
+		fprintf(stderr, "%s: %s\n", path, err.msg);
+	return rc;
+}
+
 /* The checkpointing planners' plans of every example at 70, 50 and 33% of
  * its liveness peak (optimal: of those with at most 130 ops, with a 10 s
  * limit, at 90 and 80%, since recomputing alone reaches little further
@@ -334,22 +358,12 @@ static void test_checkpoint_planners(void)
 		const char *path = g.gl_pathv[i];
 		struct mp_error err = { "" };
 		struct fix f;
-		struct mp_schedule s;
 		struct mp_sim live;
 
-		if (fix_net(&f, path) < 0) {
+		if (fix_scaled(&f, path, &live) < 0) {
 			CHECK(0);
 			continue;
 		}
-		for (uint32_t t = 0; t < f.net->n_tensors; t++)
-			f.net->tensors[t].bytes = (f.net->tensors[t].bytes + 1023) >> 10;
-		for (uint32_t o = 0; o < f.net->n_ops; o++)
-			for (uint32_t a = 0; a < f.net->ops[o].n_algos; a++)
-				f.net->ops[o].algos[a].workspace_bytes >>= 10;
-		sched_init(&s);
-		policy_build(f.net, &f.r, MP_STRAT_LIVENESS, &f.req.popts, &s, NULL);
-		CHECK(sim_run(f.net, &f.req.device, &s, &live, &err) == 0);
-		sched_release(&s);
 		for (unsigned b = 0; b < sizeof(pct) / sizeof(pct[0]); b++)
 			for (unsigned k = 0; k < sizeof(pls) / sizeof(pls[0]); k++) {
 				struct mp_exec_opts o;
@@ -509,22 +523,12 @@ static void test_dtr_plans(void)
 		const char *path = g.gl_pathv[i];
 		struct mp_error err = { "" };
 		struct fix f;
-		struct mp_schedule s;
 		struct mp_sim live;
 
-		if (fix_net(&f, path) < 0) {
+		if (fix_scaled(&f, path, &live) < 0) {
 			CHECK(0);
 			continue;
 		}
-		for (uint32_t t = 0; t < f.net->n_tensors; t++)
-			f.net->tensors[t].bytes = (f.net->tensors[t].bytes + 1023) >> 10;
-		for (uint32_t o = 0; o < f.net->n_ops; o++)
-			for (uint32_t a = 0; a < f.net->ops[o].n_algos; a++)
-				f.net->ops[o].algos[a].workspace_bytes >>= 10;
-		sched_init(&s);
-		policy_build(f.net, &f.r, MP_STRAT_LIVENESS, &f.req.popts, &s, NULL);
-		CHECK(sim_run(f.net, &f.req.device, &s, &live, &err) == 0);
-		sched_release(&s);
 		for (unsigned b = 0; b < sizeof(pct) / sizeof(pct[0]); b++) {
 			struct pl_state S;
 			struct mp_exec_opts o;
