@@ -56,6 +56,9 @@ for f in $NETS; do
 			*"no plan recomputes less than"*)
 				bound=$(echo "$note" | sed -n 's/.*less than \([0-9.]*\) ms.*/\1/p' |
 					awk -v b="$base" '{ printf ">= +%.1f%%", 100 * $1 / b }') ;;
+			*"does not pack in the arena"*)
+				bound=$(echo "$note" | sed -n 's/^the \(proven optimum\|solver.s best plan\) (\([0-9.]*\) ms.*/\1 \2/p' |
+					awk -v b="$base" '{ printf "%s +%.1f%% did not pack", $1 == "proven" ? "proven" : "found", 100 * $NF / b }') ;;
 			*) bound="none found" ;;
 			esac
 			grep -q '"fits": true' "$OUT/opt.json" || case "$note" in
