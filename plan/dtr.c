@@ -66,9 +66,7 @@ struct dtr {
 	uint32_t n_cand;
 	int32_t *swept;       /* rematerialized for this step: freed if dead */
 	uint32_t n_swept, cap_swept;
-	/* per block: its ops in route order (CSR), their time */
-	uint32_t *b_start, *b_ops;
-	double *b_ms;
+	struct pl_blocks bl;  /* what a re-run runs */
 	/* the sequence */
 	struct mp_entry *e;
 	uint32_t n_e, cap_e;
@@ -112,16 +110,16 @@ static void release(struct dtr *D, int32_t t)
 static double h_cost(const struct dtr *D, int32_t t)
 {
 	uint32_t b = D->blk[t];
-	double ms = D->b_ms[b];
+	double ms = D->bl.ms[b];
 
-	for (uint32_t j = D->b_start[b]; j < D->b_start[b + 1]; j++) {
-		const struct mp_op *w = &D->net->ops[D->b_ops[j]];
+	for (uint32_t j = D->bl.start[b]; j < D->bl.start[b + 1]; j++) {
+		const struct mp_op *w = &D->net->ops[D->bl.ops[j]];
 
 		for (uint32_t k = 0; k < w->n_in; k++) {
 			int32_t y = w->in[k];
 
 			if (D->blk[y] != b && D->blk[y] != UINT32_MAX && counted(D, y) && !D->res[y])
-				ms += D->b_ms[D->blk[y]];
+				ms += D->bl.ms[D->blk[y]];
 		}
 	}
 	return ms;
@@ -232,13 +230,13 @@ static void remat(struct dtr *D, int32_t t)
 		return;
 	}
 	D->depth++;
-	for (uint32_t j = D->b_start[b]; j < D->b_start[b + 1] && !D->failed; j++) {
-		const struct mp_op *w = &D->net->ops[D->b_ops[j]];
+	for (uint32_t j = D->bl.start[b]; j < D->bl.start[b + 1] && !D->failed; j++) {
+		const struct mp_op *w = &D->net->ops[D->bl.ops[j]];
 
 		for (uint32_t k = 0; k < w->n_in && !D->failed; k++)
 			if (D->blk[w->in[k]] != b)
 				need_input(D, w->in[k]);
-		run_op(D, (int32_t)D->b_ops[j], true);
+		run_op(D, (int32_t)D->bl.ops[j], true);
 		for (uint32_t k = 0; k < w->n_in; k++)
 			sweep(D, w->in[k]);
 		for (uint32_t k = 0; k < w->n_out; k++)
@@ -247,66 +245,31 @@ static void remat(struct dtr *D, int32_t t)
 	D->depth--;
 }
 
-static uint32_t uf_find(uint32_t *up, uint32_t x)
-{
-	while (up[x] != x)
-		x = up[x] = up[up[x]];
-	return x;
-}
-
 /*
- * Blocks: forward ops joined by the tensors they write (an in-place relu
- * with the batch norm before it, and so the statistics it does not write);
- * a re-run runs a whole block, so every tensor it writes comes back at its
- * final forward version.  A block may re-run when all its ops may and what
- * they read from outside it is final when they read it.  Its activations
- * that nothing outside forward writes may be evicted.  O(ops + uses).
+ * Which activations may be evicted.  A block may re-run when all its ops may
+ * and what they read from outside it is final when they read it; its
+ * activations that nothing outside forward writes may go.  O(ops + uses).
  */
-static void blocks(struct dtr *D)
+static void evictable(struct dtr *D)
 {
 	const struct pl_state *S = D->S;
 	const struct mp_net *net = D->net;
 	const struct mp_route *r = S->r;
-	uint32_t n_ops = net->n_ops, *up = mp_xmalloc((n_ops + 1) * sizeof(*up));
-	uint32_t *id = mp_xmalloc((n_ops + 1) * sizeof(*id)), *fill, nb = 0;
+	double *op_ms = mp_xmalloc((net->n_ops + 1) * sizeof(*op_ms));
 	uint8_t *rerun;
 
-	for (uint32_t o = 0; o < n_ops; o++) {
-		up[o] = o;
-		id[o] = UINT32_MAX;
-	}
-	for (uint32_t t = 0; t < S->nt; t++)
-		for (uint32_t j = S->fw_start[t] + 1; j < S->fw_start[t + 1]; j++)
-			up[uf_find(up, S->fw_list[j])] = uf_find(up, S->fw_list[S->fw_start[t]]);
-	/* blocks numbered in route order; the CSR of their ops */
-	D->b_start = mp_xcalloc(r->n_fwd + 2, sizeof(*D->b_start));
-	for (uint32_t i = 0; i < r->n_fwd; i++) {
-		uint32_t root = uf_find(up, (uint32_t)r->op[i]);
-
-		if (id[root] == UINT32_MAX)
-			id[root] = nb++;
-		D->b_start[id[root] + 1]++;
-	}
-	for (uint32_t b = 0; b < nb; b++)
-		D->b_start[b + 1] += D->b_start[b];
-	D->b_ops = mp_xmalloc((r->n_fwd + 1) * sizeof(*D->b_ops));
-	D->b_ms = mp_xcalloc(nb + 1, sizeof(*D->b_ms));
-	fill = mp_xcalloc(nb + 1, sizeof(*fill));
-	for (uint32_t i = 0; i < r->n_fwd; i++) {
-		uint32_t b = id[uf_find(up, (uint32_t)r->op[i])];
-
-		D->b_ops[D->b_start[b] + fill[b]++] = (uint32_t)r->op[i];
-		D->b_ms[b] += sched_op_ms(net, r->op[i], S->algo[r->op[i]]);
-	}
-	free(fill);
+	for (uint32_t o = 0; o < net->n_ops; o++)
+		op_ms[o] = sched_op_ms(net, (int32_t)o, S->algo[o]);
+	pl_blocks_build(S, op_ms, &D->bl);
+	free(op_ms);
 	for (uint32_t t = 0; t < S->nt; t++)
 		if (S->fw_start[t] < S->fw_start[t + 1])
-			D->blk[t] = id[uf_find(up, S->fw_list[S->fw_start[t]])];
-	rerun = mp_xmalloc(nb + 1);
-	memset(rerun, 1, nb + 1);
+			D->blk[t] = D->bl.of_op[S->fw_list[S->fw_start[t]]];
+	rerun = mp_xmalloc(D->bl.n + 1);
+	memset(rerun, 1, D->bl.n + 1);
 	for (uint32_t i = 0; i < r->n_fwd; i++) {
 		const struct mp_op *o = &net->ops[r->op[i]];
-		uint32_t b = id[uf_find(up, (uint32_t)r->op[i])];
+		uint32_t b = D->bl.of_op[r->op[i]];
 
 		if (!o->recomputable)
 			rerun[b] = 0;
@@ -326,8 +289,6 @@ static void blocks(struct dtr *D)
 			D->ok[o->out[k]] = 0;
 	}
 	free(rerun);
-	free(up);
-	free(id);
 }
 
 static void dtr_init(struct dtr *D, struct pl_state *S)
@@ -364,7 +325,7 @@ static void dtr_init(struct dtr *D, struct pl_state *S)
 				D->done[o->out[k]] = i;
 		}
 	}
-	blocks(D);
+	evictable(D);
 }
 
 static void dtr_release(struct dtr *D)
@@ -377,9 +338,7 @@ static void dtr_release(struct dtr *D)
 	free(D->seen);
 	free(D->cpos);
 	free(D->blk);
-	free(D->b_start);
-	free(D->b_ops);
-	free(D->b_ms);
+	pl_blocks_release(&D->bl);
 	free(D->cand);
 	free(D->swept);
 	free(D->e);

@@ -33,6 +33,69 @@ static void droppable_build(struct pl_state *S)
 	}
 }
 
+static uint32_t uf_find(uint32_t *up, uint32_t x)
+{
+	while (up[x] != x)
+		x = up[x] = up[up[x]];
+	return x;
+}
+
+void pl_blocks_build(const struct pl_state *S, const double *op_ms, struct pl_blocks *B)
+{
+	const struct mp_net *net = S->net;
+	const struct mp_route *r = S->r;
+	uint32_t nf = r->n_fwd, *up = mp_xmalloc((net->n_ops + 1) * sizeof(*up)), *fill;
+
+	memset(B, 0, sizeof(*B));
+	B->of_op = mp_xmalloc((net->n_ops + 1) * sizeof(*B->of_op));
+	for (uint32_t o = 0; o < net->n_ops; o++) {
+		up[o] = o;
+		B->of_op[o] = UINT32_MAX;
+	}
+	for (uint32_t t = 0; t < S->nt; t++)
+		for (uint32_t j = S->fw_start[t] + 1; j < S->fw_start[t + 1]; j++)
+			up[uf_find(up, S->fw_list[j])] = uf_find(up, S->fw_list[S->fw_start[t]]);
+	/* numbered by the route step of their first op; a root keeps its number */
+	for (uint32_t i = 0; i < nf; i++) {
+		uint32_t o = (uint32_t)r->op[i], root = uf_find(up, o);
+
+		if (B->of_op[root] == UINT32_MAX)
+			B->of_op[root] = B->n++;
+		B->of_op[o] = B->of_op[root];
+	}
+	free(up);
+	B->last = mp_xcalloc(B->n + 1, sizeof(*B->last));
+	B->ms = mp_xcalloc(B->n + 1, sizeof(*B->ms));
+	B->start = mp_xcalloc(B->n + 2, sizeof(*B->start));
+	B->ops = mp_xmalloc((nf + 1) * sizeof(*B->ops));
+	for (uint32_t i = 0; i < nf; i++) {
+		uint32_t o = (uint32_t)r->op[i], b = B->of_op[o];
+
+		B->start[b + 1]++;
+		B->last[b] = i;
+		B->ms[b] += op_ms[o];
+	}
+	for (uint32_t b = 0; b < B->n; b++)
+		B->start[b + 1] += B->start[b];
+	fill = mp_xcalloc(B->n + 1, sizeof(*fill));
+	for (uint32_t i = 0; i < nf; i++) {
+		uint32_t b = B->of_op[r->op[i]];
+
+		B->ops[B->start[b] + fill[b]++] = (uint32_t)r->op[i];
+	}
+	free(fill);
+}
+
+void pl_blocks_release(struct pl_blocks *B)
+{
+	free(B->of_op);
+	free(B->start);
+	free(B->ops);
+	free(B->last);
+	free(B->ms);
+	memset(B, 0, sizeof(*B));
+}
+
 double pl_rebuild_ms(const struct pl_state *S, int32_t t)
 {
 	double ms = 0;

@@ -102,6 +102,22 @@ uint32_t pl_delay_swapins(struct pl_state *S);
  * with a stall.  Returns how many (then rebuild). */
 uint32_t pl_wait_swapouts(struct pl_state *S);
 
+/* Blocks: forward ops joined by the tensors they write (an in-place relu with
+ * the op whose output it rewrites, and so whatever else that op writes),
+ * numbered in route order.  A re-run runs a whole block, so every tensor it
+ * writes comes back at its final forward version (optimal's R variables,
+ * greedy's online pass). */
+struct pl_blocks {
+	uint32_t n;
+	uint32_t *of_op;         /* [n_ops] block of a forward op, UINT32_MAX else */
+	uint32_t *start, *ops;   /* each block's ops in route order (CSR) */
+	uint32_t *last;          /* [n] route step of its last op */
+	double *ms;              /* [n] re-running it: op_ms of its ops summed */
+};
+/* From S's forward writers; op_ms[n_ops] the time of each op.  O(ops + writes). */
+void pl_blocks_build(const struct pl_state *S, const double *op_ms, struct pl_blocks *B);
+void pl_blocks_release(struct pl_blocks *B);
+
 /* Build the state as it is (liveness, when nothing was edited, with
  * just-in-time prefetch); when that fits, note so in p.  1: it fits, 0: it
  * does not, -1 with *err.  The checkpointing planners start here: a net that

@@ -67,13 +67,9 @@
 
 struct om {
 	const struct pl_state *S;
-	uint32_t *blk;              /* [n_ops] block of a forward op; NONE else */
-	uint32_t n_blk;
-	uint8_t *brc;               /* [n_blk] the block may re-run */
-	uint32_t *blast;            /* [n_blk] its last route step */
-	double *bms;                /* [n_blk] milliseconds to re-run it */
-	uint32_t *bops_start, *bops; /* ops of each block in route order (CSR) */
-	uint32_t *bcols;            /* [n_blk] U and F columns a re-run of it adds (at most) */
+	struct pl_blocks bl;        /* blocks (NONE: not a forward op's) */
+	uint8_t *brc;               /* [bl.n] the block may re-run */
+	uint32_t *bcols;            /* [bl.n] U and F columns a re-run of it adds (at most) */
 	uint8_t *tracked;           /* [nt] */
 	uint32_t *tblk;             /* [nt] block that writes a tracked tensor */
 	uint32_t *tfirst;           /* [nt] route step of its first write */
@@ -84,13 +80,6 @@ struct om {
 	uint32_t *cand_start, *cand; /* per stage: blocks it may re-run (CSR) */
 	uint64_t *op_ws;            /* [n_ops] */
 };
-
-static uint32_t find(uint32_t *p, uint32_t a)
-{
-	while (p[a] != a)
-		a = p[a] = p[p[a]];
-	return a;
-}
 
 /* The tracked tensors op touches: their tlast reaches stage t, and the
  * blocks of those it reads (other than self) that may re-run and are
@@ -108,7 +97,7 @@ static void om_visit(struct om *M, const struct mp_op *op, uint32_t t, uint32_t 
 		if (t > M->tlast[x])
 			M->tlast[x] = t;
 		c = M->tblk[x];
-		if (k < op->n_in && c != self && M->brc[c] && M->blast[c] < t && stamp[c] != t) {
+		if (k < op->n_in && c != self && M->brc[c] && M->bl.last[c] < t && stamp[c] != t) {
 			stamp[c] = t;
 			stack[(*sp)++] = c;
 		}
@@ -121,14 +110,13 @@ static uint64_t om_build(struct om *M, const struct pl_state *S)
 {
 	const struct mp_net *net = S->net;
 	const struct mp_route *r = S->r;
-	uint32_t nt = net->n_tensors, nf = r->n_fwd, *par, *stamp, *stack, cap = 0, n_cand = 0;
+	uint32_t nt = net->n_tensors, nf = r->n_fwd, *stamp, *stack, cap = 0, n_cand = 0;
 	uint64_t cols = 0, persistent = 0, *delta;
 	uint32_t *ulast;
 	double *op_ms;
 
 	memset(M, 0, sizeof(*M));
 	M->S = S;
-	M->blk = mp_xmalloc((net->n_ops + 1) * sizeof(*M->blk));
 	M->tracked = mp_xcalloc(nt + 1, 1);
 	M->tblk = mp_xmalloc((nt + 1) * sizeof(*M->tblk));
 	M->tfirst = mp_xmalloc((nt + 1) * sizeof(*M->tfirst));
@@ -137,7 +125,6 @@ static uint64_t om_build(struct om *M, const struct pl_state *S)
 	op_ms = mp_xmalloc((net->n_ops + 1) * sizeof(*op_ms));
 	M->op_ws = mp_xmalloc((net->n_ops + 1) * sizeof(*M->op_ws));
 	for (uint32_t o = 0; o < net->n_ops; o++) {
-		M->blk[o] = NONE;
 		/* time and workspace as the state runs the op */
 		sched_op_cost(net, (int32_t)o, S->algo[o], S->micro[o], S->micro_n[o], &op_ms[o], &M->op_ws[o]);
 		if (net->ops[o].ws < 0)
@@ -152,55 +139,22 @@ static uint64_t om_build(struct om *M, const struct pl_state *S)
 		if (M->tracked[t])
 			M->tfirst[t] = r->pos[x->producer];
 	}
-	/* blocks: forward ops joined by the tensors they write */
-	par = mp_xmalloc((net->n_ops + 1) * sizeof(*par));
-	for (uint32_t o = 0; o < net->n_ops; o++)
-		par[o] = o;
-	for (uint32_t t = 0; t < nt; t++)
-		for (uint32_t j = S->fw_start[t] + 1; j < S->fw_start[t + 1]; j++)
-			par[find(par, S->fw_list[j])] = find(par, S->fw_list[S->fw_start[t]]);
-	for (uint32_t i = 0; i < nf; i++) {
-		uint32_t o = (uint32_t)r->op[i], root = find(par, o);
-
-		if (M->blk[root] == NONE)
-			M->blk[root] = M->n_blk++;
-		M->blk[o] = M->blk[root];
-	}
-	free(par);
-	M->brc = mp_xmalloc(M->n_blk + 1);
-	M->blast = mp_xcalloc(M->n_blk + 1, sizeof(*M->blast));
-	M->bms = mp_xcalloc(M->n_blk + 1, sizeof(*M->bms));
-	M->bops_start = mp_xcalloc(M->n_blk + 2, sizeof(*M->bops_start));
-	M->bops = mp_xmalloc((nf + 1) * sizeof(*M->bops));
-	memset(M->brc, 1, M->n_blk + 1);
-	for (uint32_t i = 0; i < nf; i++) {
-		uint32_t o = (uint32_t)r->op[i], b = M->blk[o];
-
-		M->bops_start[b + 1]++;
-		M->blast[b] = i;
-		M->bms[b] += op_ms[o];
-		if (!net->ops[o].recomputable)
-			M->brc[b] = 0;
-	}
+	pl_blocks_build(S, op_ms, &M->bl);
 	free(op_ms);
-	for (uint32_t b = 0; b < M->n_blk; b++)
-		M->bops_start[b + 1] += M->bops_start[b];
-	M->bcols = mp_xcalloc(M->n_blk + 1, sizeof(*M->bcols));
-	for (uint32_t i = 0; i < nf; i++)
-		M->bcols[M->blk[r->op[i]]] += 1 + net->ops[r->op[i]].n_in + net->ops[r->op[i]].n_out;
-	{
-		uint32_t *fill = mp_xcalloc(M->n_blk + 1, sizeof(*fill));
+	M->brc = mp_xmalloc(M->bl.n + 1);
+	memset(M->brc, 1, M->bl.n + 1);
+	M->bcols = mp_xcalloc(M->bl.n + 1, sizeof(*M->bcols));
+	for (uint32_t i = 0; i < nf; i++) {
+		const struct mp_op *op = &net->ops[r->op[i]];
+		uint32_t b = M->bl.of_op[r->op[i]];
 
-		for (uint32_t i = 0; i < nf; i++) {
-			uint32_t b = M->blk[r->op[i]];
-
-			M->bops[M->bops_start[b] + fill[b]++] = (uint32_t)r->op[i];
-		}
-		free(fill);
+		if (!op->recomputable)
+			M->brc[b] = 0;
+		M->bcols[b] += 1 + op->n_in + op->n_out;
 	}
 	for (uint32_t t = 0; t < nt; t++)
 		if (M->tracked[t])
-			M->tblk[t] = M->blk[net->tensors[t].producer];
+			M->tblk[t] = M->bl.of_op[net->tensors[t].producer];
 	/* what a re-run cannot reproduce: a tensor a later phase writes again
 	 * (its block stays, and so do its forward readers, who read a version
 	 * only the original run has), or a version a later write of its block
@@ -219,12 +173,12 @@ static uint64_t om_build(struct om *M, const struct pl_state *S)
 		}
 		for (uint32_t i = 0; i < nf; i++) {
 			const struct mp_op *op = &net->ops[r->op[i]];
-			uint32_t b = M->blk[r->op[i]];
+			uint32_t b = M->bl.of_op[r->op[i]];
 
 			for (uint32_t k = 0; k < op->n_in; k++) {
 				int32_t x = op->in[k];
 
-				if (M->tracked[x] && (again[x] || (M->tblk[x] != b && M->blast[M->tblk[x]] > i)))
+				if (M->tracked[x] && (again[x] || (M->tblk[x] != b && M->bl.last[M->tblk[x]] > i)))
 					M->brc[b] = 0;
 			}
 			for (uint32_t k = 0; k < op->n_out; k++)
@@ -293,10 +247,10 @@ static uint64_t om_build(struct om *M, const struct pl_state *S)
 	free(delta);
 	free(ulast);
 	/* candidates: the blocks route op t needs, through re-runs */
-	stamp = mp_xmalloc((M->n_blk + 1) * sizeof(*stamp));
-	for (uint32_t b = 0; b <= M->n_blk; b++)
+	stamp = mp_xmalloc((M->bl.n + 1) * sizeof(*stamp));
+	for (uint32_t b = 0; b <= M->bl.n; b++)
 		stamp[b] = NONE;
-	stack = mp_xmalloc((M->n_blk + 1) * sizeof(*stack));
+	stack = mp_xmalloc((M->bl.n + 1) * sizeof(*stack));
 	M->cand_start = mp_xcalloc(r->n + 2, sizeof(*M->cand_start));
 	for (uint32_t t = 0; t < r->n; t++) {
 		const struct mp_op *op = &net->ops[r->op[t]];
@@ -309,13 +263,13 @@ static uint64_t om_build(struct om *M, const struct pl_state *S)
 
 			mp_grow((void **)&M->cand, &cap, n_cand + 1, sizeof(*M->cand));
 			M->cand[n_cand++] = b;
-			for (uint32_t j = M->bops_start[b]; j < M->bops_start[b + 1]; j++)
-				om_visit(M, &net->ops[M->bops[j]], t, b, stamp, stack, &sp);
+			for (uint32_t j = M->bl.start[b]; j < M->bl.start[b + 1]; j++)
+				om_visit(M, &net->ops[M->bl.ops[j]], t, b, stamp, stack, &sp);
 		}
 		/* in route order of their last op: what a block reads of
 		 * another is final once that block's last op has run */
 		for (uint32_t a = c0 + 1; a < n_cand; a++)
-			for (uint32_t j = a; j > c0 && M->blast[M->cand[j - 1]] > M->blast[M->cand[j]]; j--) {
+			for (uint32_t j = a; j > c0 && M->bl.last[M->cand[j - 1]] > M->bl.last[M->cand[j]]; j--) {
 				uint32_t tmp = M->cand[j];
 
 				M->cand[j] = M->cand[j - 1];
@@ -337,12 +291,8 @@ static uint64_t om_build(struct om *M, const struct pl_state *S)
 
 static void om_free(struct om *M)
 {
-	free(M->blk);
+	pl_blocks_release(&M->bl);
 	free(M->brc);
-	free(M->blast);
-	free(M->bms);
-	free(M->bops_start);
-	free(M->bops);
 	free(M->bcols);
 	free(M->tracked);
 	free(M->tblk);
@@ -516,13 +466,13 @@ static int model_stage(struct lp *L, const struct om *M, const struct cols *C, u
 	for (uint32_t c = M->cand_start[t]; c < M->cand_start[t + 1]; c++) {
 		uint32_t b = M->cand[c];
 
-		for (uint32_t j = M->bops_start[b]; j < M->bops_start[b + 1]; j++) {
+		for (uint32_t j = M->bl.start[b]; j < M->bl.start[b + 1]; j++) {
 			mp_grow((void **)&B->p, &B->pcap, B->np + 1, sizeof(*B->p));
-			B->p[B->np++] = (struct pos){ (int32_t)M->bops[j], C->rc[c], b, 0 };
+			B->p[B->np++] = (struct pos){ (int32_t)M->bl.ops[j], C->rc[c], b, 0 };
 		}
 	}
 	mp_grow((void **)&B->p, &B->pcap, B->np + 1, sizeof(*B->p));
-	B->p[B->np++] = (struct pos){ r->op[t], 0, M->blk[r->op[t]], 0 };
+	B->p[B->np++] = (struct pos){ r->op[t], 0, M->bl.of_op[r->op[t]], 0 };
 	B->p_start[t + 1] = B->np;
 	for (uint32_t k = p0; k < B->np; k++) {
 		const struct mp_op *op = &net->ops[B->p[k].op];
@@ -675,7 +625,7 @@ static bool start_from(const struct om *M, const struct cols *C, const struct st
 			ok = r->pos[e[i].op] == t++;
 			continue;
 		}
-		c = M->blk[e[i].op] == NONE ? 0 : r_col(M, C, t, M->blk[e[i].op]);
+		c = M->bl.of_op[e[i].op] == NONE ? 0 : r_col(M, C, t, M->bl.of_op[e[i].op]);
 		if (!c)
 			ok = false;
 		else
@@ -969,7 +919,7 @@ int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 					C.s0[x] = c;
 			}
 	for (uint32_t c = 0; c < M.cand_start[r->n]; c++)
-		C.rc[c] = col_new(&L, 'b', 1, M.bms[M.cand[c]]);
+		C.rc[c] = col_new(&L, 'b', 1, M.bl.ms[M.cand[c]]);
 	/* S[t+1][x] <= S[t][x] + R[t][block(x)] */
 	for (uint32_t x = 0; x < net->n_tensors; x++)
 		for (uint32_t t = M.tfirst[x] + 1; M.tracked[x] && C.s0[x] && t < M.tlast[x]; t++) {
@@ -1021,7 +971,7 @@ int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 			rval[c] = v[C.rc[c] - 1] > 0.5;
 		so.obj = 0;
 		for (uint32_t c = 0; c < n_r; c++)
-			so.obj += rval[c] ? M.bms[M.cand[c]] : 0;
+			so.obj += rval[c] ? M.bl.ms[M.cand[c]] : 0;
 	} else if (so.status != SOLVE_OPTIMAL && so.status != SOLVE_FEASIBLE) {
 		snprintf(p->note, sizeof(p->note), "no plan found in the %.0f s limit%s (%u variables, %u "
 			 "constraints)", limit_s, so.status == SOLVE_LOST ? ", the solver " SOLVE_LOST_WHY : "",
@@ -1039,9 +989,9 @@ int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 
 				if (!rval[c])
 					continue;
-				for (uint32_t j = M.bops_start[b]; j < M.bops_start[b + 1]; j++) {
+				for (uint32_t j = M.bl.start[b]; j < M.bl.start[b + 1]; j++) {
 					mp_grow((void **)&e, &cap, n_e + 1, sizeof(*e));
-					e[n_e++] = (struct mp_entry){ (int32_t)M.bops[j], true, -1 };
+					e[n_e++] = (struct mp_entry){ (int32_t)M.bl.ops[j], true, -1 };
 				}
 			}
 			mp_grow((void **)&e, &cap, n_e + 1, sizeof(*e));
