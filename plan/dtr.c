@@ -247,8 +247,9 @@ static void remat(struct dtr *D, int32_t t)
 
 /*
  * Which activations may be evicted.  A block may re-run when all its ops may
- * and what they read from outside it is final when they read it; its
- * activations that nothing outside forward writes may go.  O(ops + uses).
+ * and what they read is final when they read it (not rewritten later in
+ * forward, nor in a later phase, optimal's rule); its activations that
+ * nothing outside forward writes may go.  O(ops + uses).
  */
 static void evictable(struct dtr *D)
 {
@@ -256,7 +257,7 @@ static void evictable(struct dtr *D)
 	const struct mp_net *net = D->net;
 	const struct mp_route *r = S->r;
 	double *op_ms = mp_xmalloc((net->n_ops + 1) * sizeof(*op_ms));
-	uint8_t *rerun;
+	uint8_t *rerun, *again;
 
 	for (uint32_t o = 0; o < net->n_ops; o++)
 		op_ms[o] = sched_op_ms(net, (int32_t)o, S->algo[o]);
@@ -265,6 +266,15 @@ static void evictable(struct dtr *D)
 	for (uint32_t t = 0; t < S->nt; t++)
 		if (S->fw_start[t] < S->fw_start[t + 1])
 			D->blk[t] = D->bl.of_op[S->fw_list[S->fw_start[t]]];
+	/* what a later phase writes again: never evicted, and a block that
+	 * reads it may not re-run (it would read the rewritten version) */
+	again = mp_xcalloc(S->nt + 1, 1);
+	for (uint32_t i = r->n_fwd; i < r->n; i++) {
+		const struct mp_op *o = &net->ops[r->op[i]];
+
+		for (uint32_t k = 0; k < o->n_out; k++)
+			again[o->out[k]] = 1;
+	}
 	rerun = mp_xmalloc(D->bl.n + 1);
 	memset(rerun, 1, D->bl.n + 1);
 	for (uint32_t i = 0; i < r->n_fwd; i++) {
@@ -276,18 +286,14 @@ static void evictable(struct dtr *D)
 		for (uint32_t k = 0; k < o->n_in; k++) {
 			int32_t x = o->in[k];
 
-			if (D->blk[x] != b && counted(D, x) && D->done[x] != UINT32_MAX && D->done[x] > i)
+			if (counted(D, x) && (again[x] || (D->blk[x] != b && D->done[x] != UINT32_MAX && D->done[x] > i)))
 				rerun[b] = 0;
 		}
 	}
 	for (uint32_t t = 0; t < S->nt; t++)
-		D->ok[t] = D->blk[t] != UINT32_MAX && rerun[D->blk[t]] && S->droppable[t] && counted(D, (int32_t)t);
-	for (uint32_t i = r->n_fwd; i < r->n; i++) {
-		const struct mp_op *o = &net->ops[r->op[i]];
-
-		for (uint32_t k = 0; k < o->n_out; k++)
-			D->ok[o->out[k]] = 0;
-	}
+		D->ok[t] = D->blk[t] != UINT32_MAX && rerun[D->blk[t]] && S->droppable[t] && !again[t] &&
+			   counted(D, (int32_t)t);
+	free(again);
 	free(rerun);
 }
 

@@ -323,9 +323,40 @@ static void dtr_by_hand(void)
 	unload(&f);
 }
 
+/* tests/data/dtr-again.json at 7168 B: at b1 the online pass needs 1024 B
+ * and y is the only tensor it might evict, but f2, which rebuilds y, reads
+ * x, which b1 rewrites: a re-run in backward would read the new x.  So y
+ * stays, nothing is re-run, and the pass misses the budget (liveness peaks at
+ * 8192 B) rather than rebuild y wrong. */
+static void dtr_rewritten_input(void)
+{
+	struct fixture f;
+	struct mp_error err;
+	struct pl_state S;
+	struct mp_plan p;
+
+	if (load(&f, "tests/data/dtr-again.json") < 0) {
+		CHECK(0);
+		return;
+	}
+	f.req.budget_bytes = 7168;
+	f.req.ws_mode = MP_WS_NONE;
+	plan_init(&p);
+	pl_init(&S, f.net, &f.route, &f.req);
+	CHECK(plan_greedy_dtr(&S, &p, &err) == 0);
+	for (uint32_t i = 0; S.seq && i < S.n_seq; i++)
+		CHECK(!S.seq[i].recompute);
+	CHECK_U64(S.sim.n_recompute, 0);
+	CHECK(S.sim.peak_bytes > 7168);
+	pl_release(&S);
+	plan_release(&p);
+	unload(&f);
+}
+
 int main(void)
 {
 	dtr_by_hand();
+	dtr_rewritten_input();
 	glob_t g;
 
 	inplace_rebuild();
