@@ -17,7 +17,7 @@ SANFLAGS := -O1 -fno-omit-frame-pointer -fsanitize=$(SANITIZE) -fno-sanitize-rec
 endif
 BUILD   ?= build
 
-# The CUDA backend of memplan verify (verify/exec_cuda.cu) is built when nvcc
+# The CUDA backend of memplan verify (verify/backend_cuda.cu) is built when nvcc
 # is found (as llm.c does); without nvcc memplan builds as before and says so.
 # Sanitizer builds (make check, SANITIZE set) never include it: ASan and the
 # CUDA runtime do not mix well (the driver maps memory ASan reserves), so
@@ -40,7 +40,7 @@ endif
 else ifdef SANITIZE
 $(info memplan: sanitizer build ($(SANITIZE)), building without the CUDA backend)
 else
-CUDA_OBJ  := $(BUILD)/verify/exec_cuda.o $(BUILD)/verify/kern_cuda.o $(BUILD)/verify/profile_cuda.o
+CUDA_OBJ  := $(BUILD)/verify/backend_cuda.o $(BUILD)/verify/kern_cuda.o $(BUILD)/verify/profile_cuda.o
 CUDA_DEFS := -DMEMPLAN_CUDA=1
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lpthread -lrt -lstdc++
 endif
@@ -49,10 +49,12 @@ ANALYSIS := analysis/util.c analysis/jget.c analysis/device.c analysis/net.c \
 	    analysis/route.c analysis/sched.c analysis/sim.c analysis/policy.c \
 	    analysis/analyze.c analysis/zoo.c
 PLAN     := plan/ucudnn.c plan/arena.c plan/trace.c plan/planfile.c plan/engine.c plan/planner.c plan/superneurons.c plan/tfswap.c plan/tensile.c plan/greedy.c plan/dtr.c plan/chain.c plan/checkpoint.c plan/optimal.c plan/convconf.c plan/capacity.c
-VERIFY   := verify/common.c verify/exec_host.c verify/kop.c verify/pool.c verify/report.c verify/probe.c verify/profile.c
+VERIFY   := verify/common.c verify/backend_host.c verify/replay.c verify/kop.c verify/pool.c verify/report.c verify/probe.c verify/profile.c
 CLI      := cli/main.c cli/common.c cli/output.c cli/cmd_check.c cli/cmd_analyze.c cli/cmd_plan.c cli/cmd_capacity.c cli/cmd_gen.c cli/cmd_devices.c cli/cmd_verify.c cli/cmd_profile.c
 LIB_OBJ  := $(ANALYSIS:%.c=$(BUILD)/%.o) $(PLAN:%.c=$(BUILD)/%.o) $(VERIFY:%.c=$(BUILD)/%.o)
-CLI_OBJ  := $(CLI:%.c=$(BUILD)/%.o)
+# backends.c registers the backends built (the CUDA one with MEMPLAN_CUDA):
+# memplan links it; the unit tests name the backends they run
+CLI_OBJ  := $(CLI:%.c=$(BUILD)/%.o) $(BUILD)/verify/backends.o
 UNIT     := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT:tests/unit/%.c=$(BUILD)/tests/%)
 
@@ -76,7 +78,7 @@ endif
 else
 FAKE_DIR  := $(BUILD)/fakecuda
 FAKE_LIBS := $(FAKE_DIR)/libfakecudart.so $(FAKE_DIR)/libcudnn.so.9 $(FAKE_DIR)/libcublas.so.13
-UNIT_BIN  += $(BUILD)/tests/test_kern
+UNIT_BIN  += $(BUILD)/tests/test_kern $(BUILD)/tests/test_backends
 endif
 CXX_WARN  := -std=c++17 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Werror -Wno-format-truncation
 FAKE_CC   := $(CC) $(WARN) $(CFLAGS) $(SANFLAGS) -fPIC -isystem $(CUDA_INC)
@@ -109,9 +111,9 @@ $(BUILD)/%.o: %.c $(wildcard analysis/*.h plan/*.h verify/*.h cli/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CFLAGS) $(SANFLAGS) $(DEFS) -c -o $@ $<
 
-# Only these see MEMPLAN_CUDA; cuda.flag changes when the choice does,
-# so switching NVCC rebuilds them.
-CUDA_USERS := $(BUILD)/cli/cmd_verify.o $(BUILD)/cli/cmd_profile.o $(BUILD)/verify/probe.o
+# Only the registry sees MEMPLAN_CUDA; cuda.flag changes when the choice does,
+# so switching NVCC rebuilds it.
+CUDA_USERS := $(BUILD)/verify/backends.o
 $(CUDA_USERS): DEFS := $(CUDA_DEFS)
 $(CUDA_USERS): $(BUILD)/cuda.flag
 $(BUILD)/cuda.flag: FORCE
@@ -142,9 +144,19 @@ $(FAKE_DIR)/libcudnn.so.9: tests/fakecuda/fake_cudnn.c tests/fakecuda/fakecuda.h
 $(FAKE_DIR)/libcublas.so.13: tests/fakecuda/fake_cublas.c tests/fakecuda/fakecuda.h $(FAKE_DIR)/libfakecudart.so
 	$(FAKE_CC) -shared -Wl,-soname,libcublas.so.13 -o $@ $< -L$(FAKE_DIR) -lfakecudart -lm -Wl,-rpath,'$$ORIGIN'
 
-$(BUILD)/tests/kern_cuda_host.o: verify/kern_cuda.cu $(wildcard analysis/*.h verify/*.h)
+# test_backends (tests/unit/test_backends.cc): the same plans through the
+# host backend and the CUDA backend, which the host compiler builds too
+# (its kernels on the CPU) to run against the same fakes, with profile_cuda
+FAKE_HOST_OBJ := $(BUILD)/tests/backend_cuda_host.o $(BUILD)/tests/kern_cuda_host.o $(BUILD)/tests/profile_cuda_host.o
+$(BUILD)/tests/%_host.o: verify/%.cu $(wildcard analysis/*.h plan/*.h verify/*.h)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXX_WARN) $(CFLAGS) $(SANFLAGS) -isystem $(CUDA_INC) -x c++ -c -o $@ $<
+
+$(BUILD)/tests/test_backends: tests/unit/test_backends.cc tests/unit/unit.h tests/fakecuda/fakecuda.h \
+		$(FAKE_HOST_OBJ) $(LIB_OBJ) $(FAKE_LIBS)
+	$(CXX) $(CXX_WARN) $(CFLAGS) $(SANFLAGS) -isystem $(CUDA_INC) $(LDFLAGS) -o $@ $< \
+		$(FAKE_HOST_OBJ) $(LIB_OBJ) -L$(FAKE_DIR) -lfakecudart \
+		-Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../fakecuda' $(LIBS)
 
 $(BUILD)/tests/test_kern: tests/unit/test_kern.cc tests/unit/unit.h tests/fakecuda/fakecuda.h \
 		$(BUILD)/tests/kern_cuda_host.o $(LIB_OBJ) $(FAKE_LIBS)

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "../verify/exec.h"
+#include "../verify/backend.h"
 #include "../verify/profile.h"
 
 static const char usage_text[] =
@@ -47,15 +47,13 @@ static int check_output(const char *path)
 static int measure(const struct mp_net *net, const struct mp_prof_opts *o, struct mp_profile *m,
 		   struct mp_error *err)
 {
-#ifdef MEMPLAN_CUDA
-	return exec_cuda_profile(net, o, m, err);
-#else
-	(void)net;
-	(void)o;
+	const struct backend_i *be = backend_find("cuda");
+
+	if (be && be->profile)
+		return be->profile(net, o, m, err);
 	profile_init(m);
 	mp_error_set(err, "this memplan was built without the CUDA backend");
 	return EXEC_NO_DEVICE;
-#endif
 }
 
 /* "3 layers kept their modelled times: why ('a', 'b'); why ('c')": the

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "../verify/exec.h"
+#include "../verify/backend.h"
 
 static const char usage_text[] =
 	"usage: memplan verify PLAN.json [--device host|cuda] [--iters N] [--warmup N]\n"
@@ -101,6 +101,7 @@ static void print_table(const struct mp_exec_cmp *c)
 
 static int probe(void)
 {
+	const struct backend_i *cuda = backend_find("cuda");
 	struct mp_cuda_probe pr;
 	struct mp_error err = { "" };
 	char b1[32];
@@ -108,27 +109,25 @@ static int probe(void)
 
 	printf("host   available: %ld CPUs, %s memory (the host backend, --device host)\n", cpus,
 	       mp_fmt_bytes(pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0, b1, sizeof(b1)));
-#ifdef MEMPLAN_CUDA
-	printf("cuda   backend: built in (CUDA runtime %d.%d; cuDNN and cuBLAS loaded when a GPU runs)\n",
-	       exec_cuda_runtime_version() / 1000, exec_cuda_runtime_version() % 1000 / 10);
-#else
-	printf("cuda   backend: not in this build (nvcc not found, or a sanitizer build)\n");
-#endif
+	if (cuda)
+		printf("cuda   backend: built in (CUDA runtime %d.%d; cuDNN and cuBLAS loaded when a GPU runs)\n",
+		       cuda->runtime_version() / 1000, cuda->runtime_version() % 1000 / 10);
+	else
+		printf("cuda   backend: not in this build (nvcc not found, or a sanitizer build)\n");
 	if (exec_cuda_probe(&pr, &err) < 0) {
 		printf("cuda   no CUDA device: %s\n", err.msg);
 		return cli_error(EXIT_NO_GPU, "verify: no CUDA device");
 	}
 	printf("cuda   %d device%s; device 0: %s, %s, driver %d.%d\n", pr.devices, pr.devices == 1 ? "" : "s", pr.name,
 	       mp_fmt_bytes(pr.memory_bytes, b1, sizeof(b1)), pr.driver_version / 1000, pr.driver_version % 1000 / 10);
-	if (!pr.backend) {
+	if (!cuda) {
 		printf("cuda   this memplan was built without the CUDA backend: link bandwidth not measured\n");
 		return cli_error(EXIT_NO_GPU, "verify: this memplan was built without the CUDA backend");
 	}
-#ifdef MEMPLAN_CUDA
 	{
 		struct mp_cuda_link ln;
 		char b2[32], b3[32];
-		int rc = exec_cuda_link(&ln, &err);
+		int rc = cuda->link(&ln, &err);
 
 		if (rc == EXEC_NO_DEVICE)
 			return cli_error(EXIT_NO_GPU, "verify: no usable CUDA device: %s", err.msg);
@@ -139,7 +138,6 @@ static int probe(void)
 		printf("cuda   pinned copies of %s, median of 5: h2d %.2f GB/s, d2h %.2f GB/s\n",
 		       mp_fmt_bytes(ln.copy_bytes, b3, sizeof(b3)), ln.h2d_gbps, ln.d2h_gbps);
 	}
-#endif
 	return EXIT_OK;
 }
 
@@ -324,19 +322,14 @@ int cmd_verify(int argc, char **argv)
 
 		if (exec_cuda_probe(&pr, &err) < 0)
 			return cli_error(EXIT_NO_GPU, "verify: no CUDA device");
-#ifndef MEMPLAN_CUDA
-		return cli_error(EXIT_NO_GPU, "verify: this memplan was built without the CUDA backend");
-#endif
+		if (!backend_find("cuda"))
+			return cli_error(EXIT_NO_GPU, "verify: this memplan was built without the CUDA backend");
 	}
 	if (!cuda && eo.alloc == MP_EXEC_ASYNC)
 		return cli_error(EXIT_BAD_INPUT, "--alloc: async is cudaMallocAsync, for --device cuda (the host backend has arena and pool)");
 	if (plan_read_file(path, &net, &req, &plan, &err) < 0)
 		return cli_error(EXIT_BAD_INPUT, "%s: %s", path, err.msg);
-#ifdef MEMPLAN_CUDA
-	run_rc = cuda ? exec_cuda_run(net, &req, &plan, &eo, &res, &err) : exec_host_run(net, &req, &plan, &eo, &res, &err);
-#else
-	run_rc = exec_host_run(net, &req, &plan, &eo, &res, &err);
-#endif
+	run_rc = exec_run(cuda ? "cuda" : "host", net, &req, &plan, &eo, &res, &err);
 	if (run_rc == EXEC_NO_DEVICE) {
 		rc = cli_error(EXIT_NO_GPU, "verify: no usable CUDA device: %s", err.msg);
 		goto out;

@@ -1,23 +1,27 @@
 /*
  * exec: running a plan and holding its prediction to account (memplan
- * verify, DESIGN.md "Verify").  A backend executes a plan's Schedule action
- * by action, checks that every tensor an op reads is resident and holds
- * exactly the bytes it was produced with, and measures what the simulator
- * predicted: peak device memory, iteration time, stalls, bytes moved and the
- * link bandwidth achieved.  The comparison and the report (report.c) hold the
- * measurement against the plan's simulation, per phase and in total.
+ * verify, DESIGN.md "Verify").  The replay engine (replay.c) issues a plan's
+ * Schedule action by action to a backend (backend.h), checks that every
+ * tensor an op reads is resident and holds exactly the bytes it was produced
+ * with, and measures what the simulator predicted: peak device memory,
+ * iteration time, stalls, bytes moved and the link bandwidth achieved.  The
+ * comparison and the report (report.c) hold the measurement against the
+ * plan's simulation, per phase and in total.
  *
- * Backends:
- *   host (exec_host.c)  device memory is a host arena, copy engines are
- *                       threads throttled to the modelled link, compute is a
- *                       timed wait scaled by time_scale; runs everywhere
- *   cuda (exec_cuda.cu) built only when nvcc is found (MEMPLAN_CUDA): one
- *                       device arena at the plan's offsets, a first-fit pool
- *                       in one device range, or cudaMallocAsync; pinned host
- *                       buffers, a compute and two copy streams ordered by
- *                       events; ops with shapes run their cuDNN/cuBLAS
- *                       kernels (kern_cuda.cu), the others timed kernels.  exec_cuda_probe (probe.c, in every build) says
- *                       whether a CUDA device is present
+ * Backends (backends.c registers those built):
+ *   host (backend_host.c)  device memory is a host arena, copy engines are
+ *                          threads throttled to the modelled link, compute
+ *                          is a timed wait scaled by time_scale; runs
+ *                          everywhere
+ *   cuda (backend_cuda.cu) built only when nvcc is found (MEMPLAN_CUDA): one
+ *                          device arena at the plan's offsets, a first-fit
+ *                          pool in one device range, or cudaMallocAsync;
+ *                          pinned host buffers, a compute and two copy
+ *                          streams ordered by events; ops with shapes run
+ *                          their cuDNN/cuBLAS kernels (kern_cuda.cu), the
+ *                          others timed kernels.  exec_cuda_probe (probe.c,
+ *                          in every build) says whether a CUDA device is
+ *                          present
  *
  * Owns struct mp_exec_result and struct mp_exec_cmp.
  */
@@ -158,6 +162,13 @@ struct mp_exec_result {
  */
 int exec_host_run(const struct mp_net *net, const struct mp_plan_req *req, const struct mp_plan *p,
 		  const struct mp_exec_opts *o, struct mp_exec_result *out, struct mp_error *err);
+
+/* Run p on the backend named ("host", "cuda"): exec_host_run or
+ * exec_cuda_run; EXEC_NO_BACKEND with *err where this memplan was built
+ * without it (backends.c). */
+#define EXEC_NO_BACKEND (-4)
+int exec_run(const char *backend, const struct mp_net *net, const struct mp_plan_req *req, const struct mp_plan *p,
+	     const struct mp_exec_opts *o, struct mp_exec_result *out, struct mp_error *err);
 void exec_result_release(struct mp_exec_result *r);
 
 /* The hash of tensor bytes the executors keep: FNV-1a over 64-bit words in
@@ -206,7 +217,7 @@ json_t *exec_report_json(const struct mp_net *net, const struct mp_plan *p,
 			 const struct mp_exec_result *r, const struct mp_exec_cmp *c);
 
 /*
- * Run p on the CUDA backend (exec_cuda.cu; linked only when memplan was built
+ * Run p on the CUDA backend (backend_cuda.cu; linked only when memplan was built
  * with MEMPLAN_CUDA): device 0, o->warmup + o->iters iterations.  Device
  * memory: MP_EXEC_ARENA, one cudaMalloc of p->arena_bytes with every
  * allocation at p->offset; MP_EXEC_POOL, one cudaMalloc of exec_pool_bytes
@@ -244,11 +255,11 @@ struct mp_cuda_link {
 };
 
 /* Measure the link (memplan verify --probe).  0, -1 with *err on a CUDA error,
- * or EXEC_NO_DEVICE with *err.  exec_cuda.cu; MEMPLAN_CUDA builds only. */
+ * or EXEC_NO_DEVICE with *err.  backend_cuda.cu; MEMPLAN_CUDA builds only. */
 int exec_cuda_link(struct mp_cuda_link *out, struct mp_error *err);
 
 /* The CUDA runtime version memplan was built against (e.g. 13000);
- * exec_cuda.cu, MEMPLAN_CUDA builds only. */
+ * backend_cuda.cu, MEMPLAN_CUDA builds only. */
 int exec_cuda_runtime_version(void);
 
 /*
@@ -270,7 +281,6 @@ struct mp_cuda_probe {
 	char name[128];           /* device 0 */
 	uint64_t memory_bytes;    /* device 0 total memory */
 	int driver_version;       /* e.g. 13000 */
-	bool backend;             /* this memplan was built with the CUDA backend */
 };
 
 /*

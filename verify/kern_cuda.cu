@@ -1,8 +1,8 @@
 /*
  * kern_cuda: cuDNN and cuBLAS calls for ops with shapes (kern_cuda.h).
- * Compiled with warnings as errors; at the time of writing never run on a
- * GPU (no GPU was lent while it was written): every call follows the cuDNN
- * 9 and cuBLAS 13 reference for its arguments.
+ * Compiled with warnings as errors; every call follows the cuDNN 9 and
+ * cuBLAS 13 reference for its arguments, and runs in CI against the fake
+ * libraries of tests/fakecuda, which check them (tests/unit/test_kern.cc).
  *
  * Layouts (verify/kop.h): x is [n, c, in_sp...], y is [n, k, out_sp...],
  * packed NCHW; tensors with fewer than two spatial dimensions get 1s (cuDNN

@@ -1,6 +1,6 @@
 /*
  * kern_cuda: real cuDNN and cuBLAS kernels for ops with shapes (issue 5),
- * shared by memplan verify's CUDA backend (exec_cuda.cu) and memplan profile
+ * shared by memplan verify's CUDA backend (backend_cuda.cu) and memplan profile
  * (profile_cuda.cu).  C++ (nvcc) only; included by .cu files.
  *
  * cuDNN and cuBLAS are loaded at run time (dlopen), so memplan starts, and
@@ -34,7 +34,7 @@ struct kern;
  * float16 and 0.0115 in bfloat16), so kernels never run on NaNs they made. */
 #define KERN_FILL_BYTE 0x3c
 
-/* Device 0, its context created (exec_cuda.cu).  0; EXEC_NO_DEVICE
+/* Device 0, its context created (backend_cuda.cu).  0; EXEC_NO_DEVICE
  * (verify/exec.h) or -1 with *err. */
 int cuda_open_device(struct mp_error *err, cudaDeviceProp *prop);
 

@@ -3,8 +3,7 @@
  * cuDeviceGetCount, cuDeviceGetName, cuDeviceTotalMem) through libcuda.so.1
  * loaded at run time, so memplan starts and its host backend runs on machines
  * without a driver; `memplan verify --device cuda` and `--probe` then exit 3.
- * Whether this memplan has the CUDA backend is fixed when it is built
- * (MEMPLAN_CUDA, set by the Makefile when nvcc is found).  O(1).
+ * Whether this memplan has the CUDA backend is backends.c's to say.  O(1).
  */
 #include "exec.h"
 
@@ -42,9 +41,6 @@ int exec_cuda_probe(struct mp_cuda_probe *out, struct mp_error *err)
 	size_t bytes = 0;
 
 	memset(out, 0, sizeof(*out));
-#ifdef MEMPLAN_CUDA
-	out->backend = true;
-#endif
 	if (!(lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL))) {
 		const char *why = dlerror();
 

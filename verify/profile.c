@@ -2,7 +2,7 @@
  * The host side of memplan profile (memplan-profile(1)): the micro-batch
  * sizes a convolution is measured at (mu-cuDNN 3.4's batch size policies)
  * and the writer that puts a measurement into a copy of the net file.  The
- * measurement itself is exec_cuda_profile (exec_cuda.cu).
+ * measurement itself is exec_cuda_profile (profile_cuda.cu).
  * O(layers + algorithms^2 per layer).
  */
 #include "profile.h"

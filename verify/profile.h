@@ -114,7 +114,7 @@ json_t *profile_apply(const json_t *net_root, const struct mp_net *net, const st
 		      const char **kept_why, uint32_t *n_kept, struct mp_error *err);
 
 /*
- * Measure net on CUDA device 0 (exec_cuda.cu; linked only in a memplan built
+ * Measure net on CUDA device 0 (profile_cuda.cu; linked only in a memplan built
  * with MEMPLAN_CUDA): per layer with a real kernel (kop_build), o->warmup
  * runs then o->iters timed runs of its forward, backward and update, the
  * median of each; per convolution, every cuDNN algorithm of each phase at

@@ -15,8 +15,8 @@
  * support for the layer, or whose workspace does not fit in half the free
  * memory, is left out.  Buffers are freed after each layer.
  *
- * Compiled with warnings as errors; at the time of writing never run on a
- * GPU (no GPU was lent while it was written).
+ * Compiled with warnings as errors; its calls run in CI against the fake
+ * runtime and libraries of tests/fakecuda (tests/unit/test_backends.cc).
  */
 #include "kern_cuda.h"
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The CUDA backend in the build (verify/exec_cuda.cu, built when the Makefile
+# The CUDA backend in the build (verify/backend_cuda.cu, built when the Makefile
 # finds nvcc): `memplan verify --probe` says whether this memplan has it.  With
 # it and no device, --device cuda exits 3 with "no CUDA device" before reading
 # the plan or the allocator.  The checks that need a GPU run only where the

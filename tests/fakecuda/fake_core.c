@@ -1,6 +1,8 @@
 /*
  * fake_core: the CUDA runtime functions kern_cuda.cu calls (cudaMalloc,
- * cudaFree, cudaMemset, cudaGetLastError) on the host, and the registry the
+ * cudaFree, cudaMemset, cudaGetLastError) on the host, those
+ * backend_cuda.cu's host build adds (streams, events, copies, pinned memory,
+ * memory pools: at the end of this file), and the registry the
  * fake cuDNN and cuBLAS check their calls against (fakecuda.h): live
  * allocations with the state of each byte (fakecuda.h "Shadow bytes"), kept
  * as sorted runs of bytes in the same state, the log of each call's reads
@@ -117,7 +119,7 @@ bool fk_inject(void)
 
 static const char *const obj_names[FK_OBJ__COUNT] = {
 	"cuDNN handle", "cuBLAS handle", "tensor descriptor", "filter descriptor", "convolution descriptor",
-	"pooling descriptor", "activation descriptor", "LRN descriptor", "dropout descriptor",
+	"pooling descriptor", "activation descriptor", "LRN descriptor", "dropout descriptor", "stream", "event",
 };
 
 const char *fk_obj_name(enum fk_obj k)
@@ -732,4 +734,312 @@ int fk_end(void)
 	}
 	C.open = false;
 	return C.fails;
+}
+
+/* ---- streams, events, copies, pinned memory, memory pools ----
+ *
+ * What verify/backend_cuda.cu calls beyond kern_cuda's, for its host build
+ * (tests/unit/test_backends.cc).  Stream order is not modelled: every call
+ * runs when it is made, which respects every event a stream waits for (each
+ * was recorded earlier).  Time is a clock of its own, in ns, that copies
+ * advance (1 us + 1 ns per 10 bytes) and the backend's CPU kernels advance
+ * (fk_clock_advance); an event records it.  The device is "fakecuda", 80
+ * GiB, 4 multiprocessors; free memory is what cudaMalloc has not handed out. */
+
+#define FK_DEVICE_BYTES (UINT64_C(80) << 30)
+
+static uint64_t clock_ns;
+
+uint64_t fk_clock_ns(void)
+{
+	return clock_ns;
+}
+
+void fk_clock_advance(uint64_t ns)
+{
+	clock_ns += ns;
+}
+
+struct CUstream_st {
+	int unused;
+};
+
+struct CUevent_st {
+	uint64_t t;
+	bool recorded;
+};
+
+struct CUmemPoolHandle_st {
+	uint64_t used, used_high, reserved_high;
+	struct pool_alloc {
+		void *p;
+		uint64_t bytes;
+	} *a;
+	uint32_t n, cap;
+};
+
+cudaError_t cudaGetDeviceCount(int *count)
+{
+	*count = 1;
+	return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device)
+{
+	return device == 0 ? cudaSuccess : (last_error = cudaErrorInvalidDevice);
+}
+
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
+{
+	if (device != 0)
+		return last_error = cudaErrorInvalidDevice;
+	memset(prop, 0, sizeof(*prop));
+	snprintf(prop->name, sizeof(prop->name), "fakecuda");
+	prop->totalGlobalMem = FK_DEVICE_BYTES;
+	prop->multiProcessorCount = 4;
+	return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
+{
+	(void)device;
+	*value = attr == cudaDevAttrMemoryPoolsSupported ? 1 : 0;
+	return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize(void)
+{
+	return cudaSuccess;
+}
+
+const char *cudaGetErrorName(cudaError_t error)
+{
+	return error == cudaSuccess ? "cudaSuccess" : "cudaErrorFake";
+}
+
+const char *cudaGetErrorString(cudaError_t error)
+{
+	return error == cudaSuccess ? "no error" : "a fakecuda error";
+}
+
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
+{
+	uint64_t used = 0;
+
+	for (uint32_t i = 0; i < n_allocs; i++)
+		used += allocs[i]->bytes;
+	*total = FK_DEVICE_BYTES;
+	*free_bytes = used < FK_DEVICE_BYTES ? FK_DEVICE_BYTES - used : 0;
+	return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
+{
+	(void)flags;
+	*pStream = (cudaStream_t)xrealloc(NULL, sizeof(struct CUstream_st));
+	fk_obj_new(FK_OBJ_STREAM);
+	return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream)
+{
+	free(stream);
+	fk_obj_gone(FK_OBJ_STREAM);
+	return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+{
+	(void)stream;
+	return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *event)
+{
+	*event = (cudaEvent_t)xrealloc(NULL, sizeof(struct CUevent_st));
+	(*event)->recorded = false;
+	(*event)->t = 0;
+	fk_obj_new(FK_OBJ_EVENT);
+	return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event)
+{
+	free(event);
+	fk_obj_gone(FK_OBJ_EVENT);
+	return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
+{
+	(void)stream;
+	event->t = clock_ns;
+	event->recorded = true;
+	return cudaSuccess;
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
+{
+	(void)stream;
+	(void)flags;
+	if (!event->recorded)
+		fk_violation("cudaStreamWaitEvent", "the event was never recorded");
+	return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event)
+{
+	(void)event;
+	return cudaSuccess;
+}
+
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
+{
+	if (!start->recorded || !end->recorded) {
+		fk_violation("cudaEventElapsedTime", "an event was never recorded");
+		return last_error = cudaErrorInvalidResourceHandle;
+	}
+	*ms = (float)(((double)end->t - (double)start->t) / 1e6);
+	return cudaSuccess;
+}
+
+cudaError_t cudaMallocHost(void **ptr, size_t size)
+{
+	*ptr = aligned_alloc(256, (size + 255) / 256 * 256);
+	return *ptr ? cudaSuccess : (last_error = cudaErrorMemoryAllocation);
+}
+
+cudaError_t cudaFreeHost(void *ptr)
+{
+	free(ptr);
+	return cudaSuccess;
+}
+
+/* [p, +n) inside one device allocation, if dev; else any host bytes. */
+static bool span_ok(const char *call, const void *p, size_t n, bool dev)
+{
+	struct alloc *a;
+
+	if (!dev || !n)
+		return true;
+	a = find(p);
+	if (a && (uint64_t)((const char *)p - a->base) + n <= a->bytes)
+		return true;
+	fk_violation(call, "[%p, +%zu) is not inside one device allocation", p, n);
+	return false;
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+	const bool to_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+	const bool from_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+
+	if (!span_ok("cudaMemcpy", dst, count, to_dev) || !span_ok("cudaMemcpy", src, count, from_dev))
+		return last_error = cudaErrorInvalidValue;
+	memcpy(dst, src, count);
+	clock_ns += 1000 + count / 10;
+	if (count && (to_dev || from_dev)) {
+		struct fk_layout l = fk_bytes(count);
+
+		fk_call("cudaMemcpy");
+		if (from_dev)
+			fk_arg("src", src, &l, FK_R, 0);
+		if (to_dev)
+			fk_arg("dst", dst, &l, FK_W, 0);
+		fk_end();
+	}
+	return cudaSuccess;
+}
+
+void fk_kernel(const char *name, const void *p, uint64_t n, unsigned how)
+{
+	struct fk_layout l = fk_bytes(n);
+
+	if (!n)
+		return;
+	fk_call(name);
+	fk_arg("p", p, &l, how, 0);
+	fk_end();
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+	(void)stream;
+	return cudaMemcpy(dst, src, count, kind);
+}
+
+cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps)
+{
+	(void)poolProps;
+	*memPool = (cudaMemPool_t)calloc(1, sizeof(struct CUmemPoolHandle_st));
+	return *memPool ? cudaSuccess : (last_error = cudaErrorMemoryAllocation);
+}
+
+cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool)
+{
+	free(memPool->a);
+	free(memPool);
+	return cudaSuccess;
+}
+
+/* Reserved memory is never given back (a release threshold of UINT64_MAX):
+ * it is the used high-water mark. */
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
+{
+	uint64_t v;
+
+	memcpy(&v, value, sizeof(v));
+	if (attr == cudaMemPoolAttrUsedMemHigh)
+		memPool->used_high = v ? v : memPool->used;
+	else if (attr == cudaMemPoolAttrReservedMemHigh)
+		memPool->reserved_high = v ? v : memPool->reserved_high;
+	return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
+{
+	uint64_t v = attr == cudaMemPoolAttrUsedMemHigh	      ? memPool->used_high
+		   : attr == cudaMemPoolAttrReservedMemHigh   ? memPool->reserved_high
+		   : attr == cudaMemPoolAttrUsedMemCurrent    ? memPool->used
+		   : attr == cudaMemPoolAttrReservedMemCurrent ? memPool->reserved_high
+							       : 0;
+
+	memcpy(value, &v, sizeof(v));
+	return cudaSuccess;
+}
+
+static cudaMemPool_t the_pool; /* the last one allocated from: cudaFreeAsync's */
+
+cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)
+{
+	cudaError_t e = cudaMalloc(ptr, size);
+
+	(void)stream;
+	if (e != cudaSuccess)
+		return e;
+	if (memPool->n == memPool->cap) {
+		memPool->cap = memPool->cap ? 2 * memPool->cap : 64;
+		memPool->a = (struct pool_alloc *)xrealloc(memPool->a, memPool->cap * sizeof(*memPool->a));
+	}
+	memPool->a[memPool->n].p = *ptr;
+	memPool->a[memPool->n++].bytes = size;
+	memPool->used += size;
+	if (memPool->used > memPool->used_high)
+		memPool->used_high = memPool->used;
+	if (memPool->used > memPool->reserved_high)
+		memPool->reserved_high = memPool->used;
+	the_pool = memPool;
+	return cudaSuccess;
+}
+
+cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)
+{
+	(void)hStream;
+	for (uint32_t i = 0; the_pool && i < the_pool->n; i++)
+		if (the_pool->a[i].p == devPtr) {
+			the_pool->used -= the_pool->a[i].bytes;
+			the_pool->a[i] = the_pool->a[--the_pool->n];
+			break;
+		}
+	return cudaFree(devPtr);
 }

@@ -5,7 +5,10 @@
  * $(BUILD)/fakecuda:
  *
  *   libfakecudart.so  (fake_core.c)   cudaMalloc, cudaFree, cudaMemset,
- *                     cudaGetLastError; the allocation registry, its shadow
+ *                     cudaGetLastError, and for backend_cuda.cu (run by
+ *                     tests/unit/test_backends.cc) streams, events, copies,
+ *                     pinned memory and memory pools on a clock of its own;
+ *                     the allocation registry, its shadow
  *                     bytes, the access log, violations and fault injection
  *                     below, shared by the other two and by the test
  *   libcudnn.so.9     (fake_cudnn.c)  every cuDNN function kern_cuda.cu loads
@@ -98,7 +101,7 @@ void fk_fail_at(uint64_t n);
 /* Live objects by kind: handles and descriptors made and not destroyed. */
 enum fk_obj {
 	FK_OBJ_CUDNN, FK_OBJ_CUBLAS, FK_OBJ_TENSOR, FK_OBJ_FILTER, FK_OBJ_CONV, FK_OBJ_POOL,
-	FK_OBJ_ACT, FK_OBJ_LRN, FK_OBJ_DROPOUT, FK_OBJ__COUNT
+	FK_OBJ_ACT, FK_OBJ_LRN, FK_OBJ_DROPOUT, FK_OBJ_STREAM, FK_OBJ_EVENT, FK_OBJ__COUNT
 };
 long fk_live(enum fk_obj k);
 const char *fk_obj_name(enum fk_obj k);
@@ -117,6 +120,14 @@ static inline uint64_t fk_sample_stride(uint64_t n)
 {
 	return n > FK_VALUE_SAMPLES ? n / FK_VALUE_SAMPLES : 1;
 }
+
+/* The fake runtime's clock (ns): events record it, copies and the CPU
+ * kernels of backend_cuda.cu's host build advance it. */
+uint64_t fk_clock_ns(void);
+void fk_clock_advance(uint64_t ns);
+/* A CPU kernel of backend_cuda.cu's host build read (FK_R) or wrote (FK_W)
+ * n device bytes at p: checked and logged as a call. */
+void fk_kernel(const char *name, const void *p, uint64_t n, unsigned how);
 
 /* ---- for the fakes ---- */
 

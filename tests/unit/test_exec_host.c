@@ -1,5 +1,5 @@
 /*
- * Unit tests of the host backend of memplan verify (verify/exec_host.c), its
+ * Unit tests of the host backend of memplan verify (verify/backend_host.c, through the replay engine verify/replay.c), its
  * pool (verify/pool.c) and the comparison (verify/report.c): every small
  * example under the liveness, offload and recompute schedules, and the
  * planners' plans at tight budgets, run with their data intact and the

@@ -1,0 +1,328 @@
+/*
+ * test_backends: one replay engine, every backend (verify/backend.h).  The
+ * same plans run through the host backend and the CUDA backend, the latter
+ * built by the host compiler against the fake CUDA runtime of tests/fakecuda
+ * (its kernels on the CPU, every call at once in issue order), and must get
+ * the same verdicts, the same violation texts (but for checksum values: the
+ * host hashes with exec_hash, the CUDA backend with a sum the device can add
+ * in any order) and the same counts of what was checked.
+ *
+ * Plans: the planners' plans of the small examples at budgets that make
+ * them swap and recompute, in the arena and in the pool; and, from each,
+ * schedules broken on purpose (an action removed, or an allocation moved to
+ * offset 0), whose verdicts both backends must give alike.  Then the CUDA
+ * backend alone: cudaMallocAsync (--alloc async) and real kernels (the fake
+ * cuDNN and cuBLAS) on clean plans, and memplan profile's measurement.
+ */
+#define _Noreturn [[noreturn]] /* analysis/util.h is C11 */
+extern "C" {
+#include "../../analysis/route.h"
+#include "../../plan/planners.h"
+#include "../../verify/backend.h"
+}
+#include "../fakecuda/fakecuda.h"
+#include "unit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct fix {
+	struct mp_net *net;
+	struct mp_route r;
+	struct mp_plan_req req;
+	struct mp_plan p;
+};
+
+static int fix_plan(struct fix *f, const char *path, uint64_t budget, enum mp_planner pl)
+{
+	struct mp_error err = { "" };
+
+	memset(f, 0, sizeof(*f));
+	plan_init(&f->p);
+	if (!(f->net = net_load_file(path, &err)) || route_build(f->net, &f->r, &err) < 0) {
+		fprintf(stderr, "%s: %s\n", path, err.msg);
+		return -1;
+	}
+	if (f->net->has_device)
+		f->req.device = f->net->device;
+	else
+		device_default(&f->req.device);
+	f->req.budget_bytes = budget;
+	f->req.ws_mode = MP_WS_DYNAMIC;
+	policy_opts_default(&f->req.popts);
+	if (plan_run(f->net, &f->r, pl, &f->req, &f->p, &err) < 0) {
+		fprintf(stderr, "%s, %s: %s\n", path, mp_planner_name(pl), err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static void fix_release(struct fix *f)
+{
+	plan_release(&f->p);
+	route_release(&f->r);
+	net_free(f->net);
+}
+
+/* The message with checksum values blanked. */
+static void normalise(char *m)
+{
+	static const char *const keys[] = { "checksum ", "expected " };
+
+	for (int k = 0; k < 2; k++)
+		for (char *p = m; (p = strstr(p, keys[k])); p += strlen(keys[k])) {
+			char *h = p + strlen(keys[k]);
+			size_t n = strspn(h, "0123456789abcdef");
+
+			if (n == 16)
+				memset(h, 'x', 16);
+		}
+}
+
+struct outcome {
+	int rc;
+	uint32_t failed;
+	char msg[sizeof(((struct mp_error *)0)->msg)];
+	uint64_t reads, swaps, recomputes, hashed;
+};
+
+static void run(const struct backend_i *be, const struct fix *f, const struct mp_plan *p, enum mp_exec_alloc alloc,
+		struct outcome *o)
+{
+	struct mp_exec_opts eo;
+	struct mp_exec_result res;
+	struct mp_error err = { "" };
+
+	exec_opts_default(&eo);
+	eo.alloc = alloc;
+	eo.compute = MP_EXEC_TIMED;
+	eo.iters = 1;
+	eo.warmup = 1;
+	eo.time_scale = 1.0;
+	o->rc = replay_run(be, f->net, &f->req, p, &eo, &res, &err);
+	o->failed = res.failed_action;
+	snprintf(o->msg, sizeof(o->msg), "%s", o->rc < 0 ? err.msg : "");
+	normalise(o->msg);
+	o->reads = res.reads_checked;
+	o->swaps = res.swaps_checked;
+	o->recomputes = res.recomputes_checked;
+	o->hashed = res.bytes_hashed;
+	exec_result_release(&res);
+}
+
+static uint32_t n_same, n_clean, n_broken;
+
+/* p through both backends: the same outcome.  A clean run makes no call the
+ * fakes object to (a broken plan may: a swap-out of bytes never written). */
+static void same(const struct fix *f, const struct mp_plan *p, enum mp_exec_alloc alloc, const char *what)
+{
+	struct outcome h, c;
+	uint64_t v0 = fk_violations();
+
+	run(&backend_host, f, p, alloc, &h);
+	fk_context(what);
+	fk_print_limit(p == &f->p ? 40 : 0);
+	run(&backend_cuda, f, p, alloc, &c);
+	fk_context("");
+	if (p == &f->p)
+		CHECK_U64(fk_violations(), v0);
+	if (h.rc != c.rc || h.failed != c.failed || strcmp(h.msg, c.msg) || h.reads != c.reads || h.swaps != c.swaps ||
+	    h.recomputes != c.recomputes || h.hashed != c.hashed) {
+		fprintf(stderr, "%s (%s):\n  host: rc %d at %u, %llu reads %llu copies %llu rebuilt %llu B: %s\n"
+			"  cuda: rc %d at %u, %llu reads %llu copies %llu rebuilt %llu B: %s\n",
+			what, mp_exec_alloc_name(alloc), h.rc, h.failed, (unsigned long long)h.reads,
+			(unsigned long long)h.swaps, (unsigned long long)h.recomputes, (unsigned long long)h.hashed, h.msg,
+			c.rc, c.failed, (unsigned long long)c.reads, (unsigned long long)c.swaps,
+			(unsigned long long)c.recomputes, (unsigned long long)c.hashed, c.msg);
+		CHECK(0);
+		return;
+	}
+	CHECK(1);
+	n_same++;
+	if (h.rc == 0)
+		n_clean++;
+	else
+		n_broken++;
+}
+
+/* A copy of f's plan with action i removed. */
+static void without(const struct mp_plan *src, uint32_t i, struct mp_plan *dst)
+{
+	*dst = *src;
+	dst->sched.a = (struct mp_action *)mp_xmalloc(src->sched.n * sizeof(*dst->sched.a));
+	dst->offset = (uint64_t *)mp_xmalloc(src->sched.n * sizeof(*dst->offset));
+	for (uint32_t k = 0, w = 0; k < src->sched.n; k++)
+		if (k != i) {
+			dst->sched.a[w] = src->sched.a[k];
+			dst->offset[w++] = src->offset[k];
+		}
+	dst->sched.n--;
+}
+
+/* A copy with allocation i moved to offset 0 (over what lives there). */
+static void at_zero(const struct mp_plan *src, uint32_t i, struct mp_plan *dst)
+{
+	*dst = *src;
+	dst->sched.a = (struct mp_action *)mp_xmalloc(src->sched.n * sizeof(*dst->sched.a));
+	dst->offset = (uint64_t *)mp_xmalloc(src->sched.n * sizeof(*dst->offset));
+	memcpy(dst->sched.a, src->sched.a, src->sched.n * sizeof(*dst->sched.a));
+	memcpy(dst->offset, src->offset, src->sched.n * sizeof(*dst->offset));
+	dst->offset[i] = 0;
+}
+
+static void drop_copy(struct mp_plan *p)
+{
+	free(p->sched.a);
+	free(p->offset);
+}
+
+static void test_conformance(void)
+{
+	static const struct {
+		const char *path;
+		uint64_t budget;
+	} cases[] = {
+		{ "examples/chain.json", 64 << 10 }, { "examples/chain.json", 13 << 10 },
+		{ "examples/inplace-relu.json", 13 << 10 }, { "examples/workspace.json", 20 << 10 },
+		{ "examples/residual.json", 14 << 10 }, { "examples/swap-wait.json", 10752 },
+		{ "examples/diamond.json", 16 << 10 },
+	};
+	static const enum mp_planner pls[] = { MP_PLANNER_SUPERNEURONS, MP_PLANNER_TFSWAP, MP_PLANNER_TENSILE,
+					       MP_PLANNER_GREEDY, MP_PLANNER_CHAIN, MP_PLANNER_CHEN };
+	uint64_t rnd = 0x9e3779b97f4a7c15ull;
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+		for (size_t k = 0; k < sizeof(pls) / sizeof(pls[0]); k++) {
+			struct fix f;
+			char what[300];
+
+			if (fix_plan(&f, cases[c].path, cases[c].budget, pls[k]) < 0) {
+				CHECK(0);
+				continue;
+			}
+			snprintf(what, sizeof(what), "%s at %llu B, %s", cases[c].path, (unsigned long long)cases[c].budget,
+				 mp_planner_name(pls[k]));
+			if (!f.p.fits) {
+				fix_release(&f);
+				continue;
+			}
+			same(&f, &f.p, MP_EXEC_ARENA, what);
+			same(&f, &f.p, MP_EXEC_POOL, what);
+			/* broken on purpose: a few actions removed, one allocation moved */
+			for (int m = 0; m < 6 && f.p.sched.n > 1; m++) {
+				struct mp_plan bad;
+				uint32_t i = unit_rnd(&rnd, f.p.sched.n);
+				char w2[400];
+
+				snprintf(w2, sizeof(w2), "%s, schedule[%u] %s removed", what, i, mp_act_name(f.p.sched.a[i].kind));
+				without(&f.p, i, &bad);
+				same(&f, &bad, MP_EXEC_ARENA, w2);
+				drop_copy(&bad);
+			}
+			for (uint32_t i = 0; i < f.p.sched.n; i++)
+				if (f.p.sched.a[i].kind == MP_ACT_ALLOC && f.p.offset[i] != 0 && unit_rnd(&rnd, 3) == 0) {
+					struct mp_plan bad;
+					char w2[400];
+
+					snprintf(w2, sizeof(w2), "%s, schedule[%u] at offset 0", what, i);
+					at_zero(&f.p, i, &bad);
+					same(&f, &bad, MP_EXEC_ARENA, w2);
+					drop_copy(&bad);
+					break;
+				}
+			fix_release(&f);
+		}
+	printf("  %u plans ran alike on host and cuda (fakes): %u clean, %u refused with the same words\n", n_same, n_clean,
+	       n_broken);
+	CHECK(n_clean >= 40);
+	CHECK(n_broken >= 40);
+}
+
+/* The CUDA backend alone on the fakes: cudaMallocAsync, and real kernels. */
+static void test_cuda_only(void)
+{
+	struct fix f;
+	struct mp_exec_opts eo;
+	struct mp_exec_result res;
+	struct mp_error err = { "" };
+	int rc;
+
+	if (fix_plan(&f, "examples/chain.json", 13 << 10, MP_PLANNER_TENSILE) < 0) {
+		CHECK(0);
+		return;
+	}
+	exec_opts_default(&eo);
+	eo.alloc = MP_EXEC_ASYNC;
+	eo.compute = MP_EXEC_TIMED;
+	eo.iters = 3;
+	rc = exec_cuda_run(f.net, &f.req, &f.p, &eo, &res, &err);
+	if (rc < 0)
+		fprintf(stderr, "async: %s\n", err.msg);
+	CHECK(rc == 0);
+	CHECK(res.cuda.present);
+	CHECK(res.cuda.used_high_bytes > 0);
+	CHECK(res.cuda.reserved_high_bytes >= res.cuda.used_high_bytes);
+	CHECK_U64(res.peak_bytes, res.cuda.reserved_high_bytes);
+	CHECK(res.swaps_checked > 0);
+	CHECK(fk_alloc_bytes(FK_TAG_INTERNAL, NULL) == 0);
+	exec_result_release(&res);
+	/* the host backend refuses cudaMallocAsync */
+	CHECK(exec_host_run(f.net, &f.req, &f.p, &eo, &res, &err) < 0);
+	CHECK(strstr(err.msg, "CUDA allocator") != NULL);
+	exec_result_release(&res);
+	fix_release(&f);
+
+	if (fix_plan(&f, "examples/tiny.json", 64 << 20, MP_PLANNER_GREEDY) < 0) {
+		CHECK(0);
+		return;
+	}
+	exec_opts_default(&eo);
+	eo.compute = MP_EXEC_REAL;
+	eo.iters = 1;
+	rc = exec_cuda_run(f.net, &f.req, &f.p, &eo, &res, &err);
+	if (rc < 0)
+		fprintf(stderr, "real: %s\n", err.msg);
+	CHECK(rc == 0);
+	CHECK(res.cuda.ops_real > 0);
+	CHECK_U64(res.cuda.checked_iterations, 1);
+	printf("  real kernels (fakes): %u ops real, %u timed (%s), %s\n", res.cuda.ops_real, res.cuda.ops_timed,
+	       res.cuda.timed_why[0] ? res.cuda.timed_why : "none", res.cuda.libraries);
+	exec_result_release(&res);
+
+	/* memplan profile's measurement, reached through the backend table */
+	{
+		struct mp_prof_opts po;
+		struct mp_profile m;
+		uint32_t measured = 0;
+
+		prof_opts_default(&po);
+		po.iters = 2;
+		po.warmup = 1;
+		CHECK(backend_cuda.profile != NULL);
+		rc = backend_cuda.profile(f.net, &po, &m, &err);
+		if (rc < 0)
+			fprintf(stderr, "profile: %s\n", err.msg);
+		CHECK(rc == 0);
+		for (uint32_t k = 0; k < m.n_layers; k++)
+			measured += m.layers[k].measured;
+		CHECK(measured > 0);
+		CHECK_STR(m.device, "fakecuda");
+		profile_release(&m);
+	}
+	fix_release(&f);
+	CHECK(fk_alloc_bytes(FK_TAG_INTERNAL, NULL) == 0);
+	for (int k = 0; k < FK_OBJ__COUNT; k++)
+		CHECK(fk_live((enum fk_obj)k) == 0);
+}
+
+int main(void)
+{
+	uint64_t v0;
+
+	test_conformance();
+	v0 = fk_violations();
+	fk_print_limit(40);
+	test_cuda_only();
+	CHECK_U64(fk_violations(), v0);
+	return unit_report("test_backends");
+}
