@@ -5,6 +5,7 @@
 #ifndef MP_CLI_H
 #define MP_CLI_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "../analysis/analyze.h"
@@ -59,16 +60,32 @@ void out_json(FILE *f, json_t *root);          /* dumps and decrefs root */
  * reals with real_digits significant digits.  0, or -1 (a value jansson
  * cannot encode, or a write error). */
 int out_net_json(FILE *f, const json_t *root, int real_digits);
-/* The same into path, through a temporary file beside it and a rename: path
- * holds what it held before or the whole net, never part of one.  Returns
- * EXIT_OK, or after printing "memplan: <what>: cannot write 'path': why" the
- * exit status (2; 4 when writing fails midway), leaving nothing behind. */
+/*
+ * Every file memplan writes: through a temporary file beside path, flushed,
+ * synced and renamed over it when whole, so that path holds what it held
+ * before or the whole output, never part of one (a device or a pipe, such
+ * as /dev/stdout, is written in place).  out_open makes the temporary file
+ * (call it before the work, so that a bad path is refused first); write
+ * o.f; out_commit (failed: the caller's writing failed) checks every write
+ * and the close, and renames; out_abort drops it.  out_open and out_commit
+ * return EXIT_OK, or the exit status after printing "memplan: <what>:
+ * cannot write 'path': why" (2) or "<what>: writing 'path' failed: why" (4),
+ * leaving nothing behind.
+ */
+struct out_file {
+	FILE *f;
+	char *tmp, *real;          /* owned: the temporary file, the link's target */
+	const char *target, *path, *what;
+};
+int out_open(struct out_file *o, const char *path, const char *what);
+int out_commit(struct out_file *o, bool failed);
+void out_abort(struct out_file *o);
+/* A net (out_net_json) or JSON (json_dumpf with flags) into path that way. */
 int out_net_file(const char *path, const json_t *root, int real_digits, const char *what);
-/* Per-step curves of the strategies in show (bit per strategy) as SVG into f
- * (opened by the caller before any output, so a bad path prints nothing);
- * closes f.  path names it in errors. */
-int out_svg_curves(FILE *f, const char *path, const struct mp_net *net,
-		   const struct mp_analysis *a, uint32_t show, struct mp_error *err);
+int out_json_file(const char *path, const json_t *root, size_t flags, const char *what);
+/* Per-step curves of the strategies in show (bit per strategy) as SVG into
+ * f (an out_file opened before any output, so a bad path prints nothing). */
+void out_svg_curves(FILE *f, const struct mp_net *net, const struct mp_analysis *a, uint32_t show);
 const char *out_step_phase(const struct mp_net *net, const struct mp_analysis *a, uint32_t step);
 
 #endif

@@ -282,7 +282,7 @@ int cmd_analyze(int argc, char **argv)
 	};
 	int fmt = FMT_TABLE, steps = 0, c, rc = EXIT_OK;
 	const char *svg = NULL, *device_arg = NULL;
-	FILE *svgf = NULL;
+	struct out_file svgf;
 	uint32_t show = 0, ckpt = 0;
 	struct mp_policy_opts popts;
 	struct mp_device dev;
@@ -346,8 +346,7 @@ int cmd_analyze(int argc, char **argv)
 		return rc;
 	}
 	/* open the chart before printing anything: no partial output */
-	if (svg && !(svgf = fopen(svg, "w"))) {
-		rc = cli_error(EXIT_BAD_INPUT, "--svg: cannot write '%s': %s", svg, strerror(errno));
+	if (svg && (rc = out_open(&svgf, svg, "--svg")) != EXIT_OK) {
 		analysis_release(&a);
 		net_free(net);
 		return rc;
@@ -358,8 +357,10 @@ int cmd_analyze(int argc, char **argv)
 		print_csv(net, &a, show, steps);
 	else
 		print_table(net, &a, show, steps);
-	if (svgf && out_svg_curves(svgf, svg, net, &a, show, &err) < 0)
-		rc = cli_error(EXIT_BAD_INPUT, "--svg: %s", err.msg);
+	if (svg) {
+		out_svg_curves(svgf.f, net, &a, show);
+		rc = out_commit(&svgf, false);
+	}
 	analysis_release(&a);
 	net_free(net);
 	return rc;

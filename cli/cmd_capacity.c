@@ -255,10 +255,11 @@ int cmd_capacity(int argc, char **argv)
 	struct mp_net *net = NULL;
 	struct gpu *gpus = NULL;
 	uint32_t n_gpus = 0, cap_gpus = 0;
-	FILE *svgf = NULL;
+	struct out_file svgf;
 	char what[256];
 
 	policy_opts_default(&popts);
+	memset(&svgf, 0, sizeof(svgf));
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -354,10 +355,8 @@ int cmd_capacity(int argc, char **argv)
 			       "size such as 12G, comma-separated)", gpu_arg);
 		goto out;
 	}
-	if (svg && !(svgf = fopen(svg, "w"))) {
-		rc = cli_error(EXIT_BAD_INPUT, "--svg: cannot write '%s': %s", svg, strerror(errno));
+	if (svg && (rc = out_open(&svgf, svg, "--svg")) != EXIT_OK)
 		goto out;
-	}
 	for (uint32_t i = 0; i < n_gpus; i++) {
 		struct gpu *g = &gpus[i];
 		struct cap_query *q = &g->q;
@@ -428,15 +427,14 @@ int cmd_capacity(int argc, char **argv)
 			print_gpu(&gpus[i], what, reserve);
 		}
 	}
-	if (svgf) {
-		if (write_svg(svgf, &gpus[0], model ? model : net->name, &err) < 0)
-			rc = cli_error(EXIT_INTERNAL, "--svg: %s", err.msg);
-		fclose(svgf);
-		svgf = NULL;
+	if (svg && write_svg(svgf.f, &gpus[0], model ? model : net->name, &err) < 0) {
+		rc = cli_error(EXIT_INTERNAL, "--svg: %s", err.msg);
+	} else if (svg) {
+		rc = out_commit(&svgf, false);
 	}
 out:
-	if (svgf)
-		fclose(svgf);
+	if (svgf.f)
+		out_abort(&svgf);
 	free(gpus);
 	net_free(net);
 	return rc;

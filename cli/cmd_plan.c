@@ -151,12 +151,10 @@ static int parse_size_opt(const char *name, const char *arg, uint64_t *out)
  * every digit); the trace may round. */
 static int write_json_file(const char *path, json_t *root, const char *what, size_t flags)
 {
-	int rc = json_dump_file(root, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER | flags);
+	int rc = out_json_file(path, root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | flags, what);
 
 	json_decref(root);
-	if (rc < 0)
-		return cli_error(EXIT_BAD_INPUT, "%s: cannot write '%s': %s", what, path, strerror(errno));
-	return 0;
+	return rc;
 }
 
 int cmd_plan(int argc, char **argv)
@@ -176,7 +174,7 @@ int cmd_plan(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *device_arg = NULL, *out_path = NULL, *trace_path = NULL;
-	int fmt = FMT_TABLE, c, rc = EXIT_OK, have_budget = 0, all = 0, which = MP_PLANNER_AUTO;
+	int fmt = FMT_TABLE, c, k, rc = EXIT_OK, have_budget = 0, all = 0, which = MP_PLANNER_AUTO;
 	struct mp_plan_req req;
 	struct mp_error err = { "" };
 	struct mp_plan plans[MP_PLANNER_AUTO];
@@ -375,10 +373,11 @@ int cmd_plan(int argc, char **argv)
 			       step_label(net, p->sim.steps[p->sim.peak_step].op, lab, sizeof(lab)));
 		goto out_plans;
 	}
-	if (out_path && write_json_file(out_path, plan_to_json(net, net_json, &req, &plans[best]), "-o", 0) != 0)
-		rc = EXIT_BAD_INPUT;
-	if (trace_path && write_json_file(trace_path, plan_trace_json(net, &plans[best]), "--trace", JSON_REAL_PRECISION(12)) != 0)
-		rc = EXIT_BAD_INPUT;
+	if (out_path && (k = write_json_file(out_path, plan_to_json(net, net_json, &req, &plans[best]), "-o", 0)) != EXIT_OK)
+		rc = k;
+	if (trace_path && (k = write_json_file(trace_path, plan_trace_json(net, &plans[best]), "--trace",
+					       JSON_REAL_PRECISION(12))) != EXIT_OK)
+		rc = k;
 out_plans:
 	for (int i = 0; i < MP_PLANNER_AUTO; i++)
 		plan_release(&plans[i]);

@@ -207,12 +207,10 @@ static void print_cuda_backend(const struct mp_exec_result *r)
 
 static int write_report(const char *path, json_t *root)
 {
-	int rc = json_dump_file(root, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+	int rc = out_json_file(path, root, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9), "--report");
 
 	json_decref(root);
-	if (rc < 0)
-		return cli_error(EXIT_BAD_INPUT, "--report: cannot write '%s': %s", path, strerror(errno));
-	return 0;
+	return rc;
 }
 
 int cmd_verify(int argc, char **argv)
@@ -240,7 +238,7 @@ int cmd_verify(int argc, char **argv)
 	struct mp_net *net = NULL;
 	const char *report = NULL, *path;
 	double tol_peak = 2, tol_time = 10;
-	int c, rc = EXIT_OK, do_probe = 0, cuda = 0, run_rc;
+	int c, wr, rc = EXIT_OK, do_probe = 0, cuda = 0, run_rc;
 	char b1[32], b2[32], pp[96];
 
 	exec_opts_default(&eo);
@@ -346,8 +344,8 @@ int cmd_verify(int argc, char **argv)
 			json_object_set_new(root, res.failed_action != UINT32_MAX ? "violation" : "error", json_string(err.msg));
 			if (res.failed_action != UINT32_MAX)
 				json_object_set_new(root, "failed_action", json_integer(res.failed_action));
-			if (write_report(report, root) != 0)
-				rc = EXIT_BAD_INPUT;
+			if ((wr = write_report(report, root)) != EXIT_OK)
+				rc = wr;
 		}
 		goto out;
 	}
@@ -411,8 +409,8 @@ int cmd_verify(int argc, char **argv)
 
 		json_object_set_new(root, "plan", json_string(path));
 		json_object_set_new(root, "device", json_string(cuda ? "cuda" : "host"));
-		if (write_report(report, root) != 0)
-			rc = EXIT_BAD_INPUT;
+		if ((wr = write_report(report, root)) != EXIT_OK)
+			rc = wr;
 	}
 	if (!cmp.peak_ok)
 		rc = cli_error(EXIT_NO, "verify: peak %s (%llu B) is %.2f%% %s the predicted %s (tolerance %g%%)",

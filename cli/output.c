@@ -66,73 +66,108 @@ int out_net_json(FILE *f, const json_t *root, int real_digits)
 	return ferror(f) ? -1 : 0;
 }
 
-/* Write the net into f and close it; fsync a regular file so that the
- * rename after it publishes whole contents.  EXIT_OK or the status printed. */
-static int net_to_stream(FILE *f, const json_t *root, int real_digits, bool sync, const char *path,
-			 const char *what)
+int out_open(struct out_file *o, const char *path, const char *what)
 {
-	int bad;
+	struct stat st;
+	mode_t mask;
+	size_t n;
+	int fd;
 
-	errno = 0;
-	bad = out_net_json(f, root, real_digits) < 0 || fflush(f) != 0 || (sync && fsync(fileno(f)) < 0);
-	if (fclose(f) != 0)
-		bad = 1;
-	if (bad)
-		return cli_error(EXIT_INTERNAL, "%s: writing '%s' failed: %s", what, path,
-				 errno ? strerror(errno) : "a value cannot be encoded");
+	memset(o, 0, sizeof(*o));
+	o->path = path;
+	o->what = what;
+	/* through a link: replace the file it names, not the link */
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && (o->real = realpath(path, NULL)))
+		o->target = o->real;
+	else
+		o->target = path;
+	/* a device or a pipe (/dev/stdout) cannot be renamed over: write into it */
+	if (stat(o->target, &st) == 0 && !S_ISREG(st.st_mode)) {
+		if (!(o->f = fopen(o->target, "w"))) {
+			free(o->real);
+			return cli_error(EXIT_BAD_INPUT, "%s: cannot write '%s': %s", what, path, strerror(errno));
+		}
+		return EXIT_OK;
+	}
+	n = strlen(o->target) + 8;
+	o->tmp = mp_xmalloc(n);
+	snprintf(o->tmp, n, "%s.XXXXXX", o->target);
+	mask = umask(0);
+	umask(mask);
+	if ((fd = mkstemp(o->tmp)) < 0)
+		goto fail;
+	/* mkstemp makes it 0600: give it the mode a new file would have */
+	if (fchmod(fd, 0666 & ~mask) < 0 || !(o->f = fdopen(fd, "w"))) {
+		int e = errno;
+
+		close(fd);
+		unlink(o->tmp);
+		errno = e;
+		goto fail;
+	}
 	return EXIT_OK;
+fail:
+	cli_error(EXIT_BAD_INPUT, "%s: cannot write '%s': %s", what, path, strerror(errno));
+	free(o->tmp);
+	free(o->real);
+	memset(o, 0, sizeof(*o));
+	return EXIT_BAD_INPUT;
+}
+
+void out_abort(struct out_file *o)
+{
+	if (o->f)
+		fclose(o->f);
+	if (o->tmp)
+		unlink(o->tmp);
+	free(o->tmp);
+	free(o->real);
+	memset(o, 0, sizeof(*o));
+}
+
+int out_commit(struct out_file *o, bool failed)
+{
+	int e = failed ? errno : 0, bad = failed || ferror(o->f), rc = EXIT_OK;
+
+	/* the first error's errno: a writer's, or the flush's, sync's, close's */
+	if (fflush(o->f) != 0 && (bad = 1) && !e)
+		e = errno;
+	if (!bad && o->tmp && fsync(fileno(o->f)) < 0 && (bad = 1))
+		e = errno;
+	if (fclose(o->f) != 0 && (bad = 1) && !e)
+		e = errno;
+	o->f = NULL;
+	if (bad)
+		rc = cli_error(EXIT_INTERNAL, "%s: writing '%s' failed: %s", o->what, o->path,
+			       e ? strerror(e) : "a value cannot be encoded");
+	else if (o->tmp && rename(o->tmp, o->target) < 0)
+		rc = cli_error(EXIT_BAD_INPUT, "%s: cannot write '%s': %s", o->what, o->path, strerror(errno));
+	if (rc != EXIT_OK && o->tmp)
+		unlink(o->tmp);
+	free(o->tmp);
+	free(o->real);
+	memset(o, 0, sizeof(*o));
+	return rc;
 }
 
 int out_net_file(const char *path, const json_t *root, int real_digits, const char *what)
 {
-	char *real = NULL, *tmp;
-	const char *target = path;
-	struct stat st;
-	mode_t mask;
-	FILE *f;
-	size_t n;
-	int fd, rc;
+	struct out_file o;
+	int rc = out_open(&o, path, what);
 
-	/* through a link: replace the file it names, not the link */
-	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && (real = realpath(path, NULL)))
-		target = real;
-	/* a device or a pipe (/dev/stdout) cannot be renamed over: write into it */
-	if (stat(target, &st) == 0 && !S_ISREG(st.st_mode)) {
-		if (!(f = fopen(target, "w")))
-			rc = cli_error(EXIT_BAD_INPUT, "%s: cannot write '%s': %s", what, path, strerror(errno));
-		else
-			rc = net_to_stream(f, root, real_digits, false, path, what);
-		free(real);
+	if (rc != EXIT_OK)
 		return rc;
-	}
-	n = strlen(target) + 8;
-	tmp = mp_xmalloc(n);
-	snprintf(tmp, n, "%s.XXXXXX", target);
-	mask = umask(0);
-	umask(mask);
-	if ((fd = mkstemp(tmp)) < 0) {
-		rc = cli_error(EXIT_BAD_INPUT, "%s: cannot write '%s': %s", what, path, strerror(errno));
-		goto out;
-	}
-	/* mkstemp makes it 0600: give it the mode a new file would have */
-	if (fchmod(fd, 0666 & ~mask) < 0 || !(f = fdopen(fd, "w"))) {
-		rc = cli_error(EXIT_BAD_INPUT, "%s: cannot write '%s': %s", what, path, strerror(errno));
-		close(fd);
-		unlink(tmp);
-		goto out;
-	}
-	if ((rc = net_to_stream(f, root, real_digits, true, path, what)) != EXIT_OK) {
-		unlink(tmp);
-		goto out;
-	}
-	if (rename(tmp, target) < 0) {
-		rc = cli_error(EXIT_BAD_INPUT, "%s: cannot write '%s': %s", what, path, strerror(errno));
-		unlink(tmp);
-	}
-out:
-	free(tmp);
-	free(real);
-	return rc;
+	return out_commit(&o, out_net_json(o.f, root, real_digits) < 0);
+}
+
+int out_json_file(const char *path, const json_t *root, size_t flags, const char *what)
+{
+	struct out_file o;
+	int rc = out_open(&o, path, what);
+
+	if (rc != EXIT_OK)
+		return rc;
+	return out_commit(&o, json_dumpf(root, o.f, flags) < 0);
 }
 
 const char *out_step_phase(const struct mp_net *net, const struct mp_analysis *a, uint32_t step)
@@ -167,8 +202,7 @@ static double nice_step(double max)
 
 static const char *const colors[MP_STRAT__COUNT] = { "#7f7f7f", "#1f77b4", "#2ca02c", "#d62728" };
 
-int out_svg_curves(FILE *f, const char *path, const struct mp_net *net,
-		   const struct mp_analysis *a, uint32_t show, struct mp_error *err)
+void out_svg_curves(FILE *f, const struct mp_net *net, const struct mp_analysis *a, uint32_t show)
 {
 	const double W = 960, H = 540, L = 90, R = 80, T = 56, B = 64;
 	const double pw = W - L - R, ph = H - T - B;
@@ -308,9 +342,4 @@ int out_svg_curves(FILE *f, const char *path, const struct mp_net *net,
 #undef X
 #undef Y
 #undef YL
-	if (fclose(f) != 0) {
-		mp_error_set(err, "cannot write '%s': %s", path, strerror(errno));
-		return -1;
-	}
-	return 0;
 }

@@ -1,0 +1,50 @@
+#!/bin/sh
+# Every file memplan writes is whole or not there: plan -o and --trace,
+# verify --report, analyze --svg, capacity --svg and gen -o go through a
+# temporary file and a rename.  A write that fails (a full device, a file-size
+# limit) exits 4, says so, leaves no file and no temporary file behind, and
+# leaves a file already there as it was.
+. "$(dirname "$0")/../lib.sh"
+
+memplan plan examples/chain.json --budget 64K -o "$TMP/chain.plan.json" >/dev/null 2>&1 ||
+	not_ok "a plan to verify" "memplan plan examples/chain.json failed"
+
+# what, then the command with OUT where the output file goes
+while IFS='|' read -r what cmd; do
+	# a full device
+	# shellcheck disable=SC2086
+	expect_run "$what on /dev/full ($cmd)" 4 --stderr-grep "^memplan: $what: writing '/dev/full' failed: No space left on device$" -- \
+		memplan $(echo "$cmd" | sed "s|OUT|/dev/full|")
+	# a file-size limit of 1 block, over a file already there
+	mkdir -p "$TMP/lim"
+	rm -f "$TMP/lim/"*
+	echo old >"$TMP/lim/out"
+	args=$(echo "$cmd" | sed "s|OUT|$TMP/lim/out|")
+	# shellcheck disable=SC2086
+	(trap '' XFSZ; ulimit -f 1; exec "$MEMPLAN" $args) >/dev/null 2>"$TMP/err"; rc=$?
+	if [ $rc != 4 ] || ! grep -q "^memplan: $what: writing '$TMP/lim/out' failed: File too large$" "$TMP/err"; then
+		not_ok "$what under a file-size limit ($cmd)" "exit $rc" "$(cat "$TMP/err")"
+	elif [ "$(cat "$TMP/lim/out")" != old ] || [ "$(ls "$TMP/lim")" != out ]; then
+		not_ok "$what under a file-size limit ($cmd): the old file changed or a temporary file stayed" "$(ls "$TMP/lim")"
+	else
+		ok
+	fi
+	# and written whole, alone, with a new file's mode
+	rm -f "$TMP/lim/"*
+	# shellcheck disable=SC2086
+	(umask 022; exec "$MEMPLAN" $args) >/dev/null 2>"$TMP/err"; rc=$?
+	if [ $rc != 0 ] || [ ! -s "$TMP/lim/out" ] || [ "$(ls "$TMP/lim")" != out ] ||
+		[ "$(stat -c %a "$TMP/lim/out")" != 644 ]; then
+		not_ok "$what written ($cmd)" "exit $rc, $(ls -l "$TMP/lim")" "$(cat "$TMP/err")"
+	else
+		ok
+	fi
+done <<EOF_CASES
+-o|plan examples/tiny.json --budget 64M -o OUT
+--trace|plan examples/tiny.json --budget 64M --trace OUT
+--report|verify $TMP/chain.plan.json --iters 1 --warmup 0 --report OUT
+--svg|analyze examples/tiny.json --svg OUT
+--svg|capacity examples/tiny.json --gpu 1G --svg OUT
+gen|gen vgg16 --batch 2 -o OUT
+EOF_CASES
+done_testing
