@@ -38,12 +38,75 @@ struct mp_net *cli_load_net_json(const char *path, json_t **root);
 int cli_each_item(const char *list, int (*f)(const char *item, void *ctx), void *ctx);
 
 /* --checkpoints conv,fc: *mask gets a bit per layer type; -1 after printing
- * on an unknown type. */
+ * on an unknown type.  cli_set_checkpoints is the same as a CLI_CALL. */
 int cli_parse_checkpoints(const char *arg, uint32_t *mask);
+int cli_set_checkpoints(const char *name, const char *arg, void *mask);
 
-/* The reply to an unknown option or a missing argument: the message, the
- * usage on stderr; returns EXIT_BAD_INPUT. */
-int cli_bad_option(const char *cmd, char **argv, const char *usage);
+/*
+ * A subcommand's options, declared once (options.c, after git's
+ * parse-options): the getopt table, the usage text and the replies to -h,
+ * to an unknown option and to a missing value all come from it.
+ */
+enum cli_type {
+	CLI_END,                   /* ends the table */
+	CLI_FLAG,                  /* dst: int, set to 1 */
+	CLI_STRING,                /* dst: const char *, the argument */
+	CLI_SIZE,                  /* dst: uint64_t, mp_parse_size */
+	CLI_COUNT,                 /* dst: uint32_t, a whole number from lo to 100000 */
+	CLI_FORMAT,                /* dst: int, cli_parse_format (lo: csv allowed) */
+	CLI_CHOICE,                /* dst: int (or an enum), the value of the choice named;
+				    * else "--x: unknown NOUN 'arg' (ALTS)" */
+	CLI_CALL,                  /* call(name, arg, dst), name as given ("--x"):
+				    * 0, or -1 after printing */
+};
+enum {
+	CLI_REQUIRED = 1,          /* the usage shows it without brackets */
+	CLI_NEWLINE = 2,           /* the usage starts a new line with it */
+	CLI_LETTER = 4,            /* the usage shows its letter ("-o FILE") */
+	CLI_HIDDEN = 8,            /* not in the usage's option list (cmd.more shows it) */
+};
+struct cli_choice {
+	const char *name;          /* NULL ends the list */
+	int value;
+};
+struct cli_opt {
+	enum cli_type type;
+	const char *name;          /* long name without "--"; NULL: a letter only */
+	char letter;               /* also answers to -letter; 0: none */
+	const char *value;         /* the value as the usage shows it ("SIZE"); NULL for a flag */
+	unsigned flags;            /* CLI_* */
+	void *dst;
+	int (*call)(const char *name, const char *arg, void *dst);
+	int lo;
+	const struct cli_choice *choices;
+	const char *noun, *alts;   /* CLI_CHOICE: "mode", "none or dynamic" */
+};
+struct cli_cmd {
+	const char *name;          /* "plan" */
+	const char *operands;      /* "NET.json" */
+	const struct cli_opt *opts;
+	const char *more;          /* further usage lines, or NULL */
+	void (*help)(void);        /* what -h prints after the usage, or NULL */
+	int indent;                /* continuation lines' indent; 0: under the operands */
+};
+#define OPT_FLAG(name, flags, dst) { CLI_FLAG, name, 0, NULL, flags, dst, NULL, 0, NULL, NULL, NULL }
+#define OPT_STRING(name, letter, value, flags, dst) \
+	{ CLI_STRING, name, letter, value, flags, dst, NULL, 0, NULL, NULL, NULL }
+#define OPT_SIZE(name, value, flags, dst) { CLI_SIZE, name, 0, value, flags, dst, NULL, 0, NULL, NULL, NULL }
+#define OPT_COUNT(name, value, flags, dst, lo) { CLI_COUNT, name, 0, value, flags, dst, NULL, lo, NULL, NULL, NULL }
+#define OPT_FORMAT(name, value, flags, dst, csv) { CLI_FORMAT, name, 0, value, flags, dst, NULL, csv, NULL, NULL, NULL }
+#define OPT_CHOICE(name, value, flags, dst, choices, noun, alts) \
+	{ CLI_CHOICE, name, 0, value, flags, dst, NULL, 0, choices, noun, alts }
+#define OPT_CALL(name, letter, value, flags, dst, fn) { CLI_CALL, name, letter, value, flags, dst, fn, 0, NULL, NULL, NULL }
+#define OPT_END() { CLI_END, NULL, 0, NULL, 0, NULL, NULL, 0, NULL, NULL, NULL }
+#define CLI_GO (-1)
+/* Parse argv into the table's destinations: CLI_GO with *first at the first
+ * operand, or the exit status to return (EXIT_OK after -h, EXIT_BAD_INPUT
+ * after an unknown option or a bad value, printed). */
+int cli_parse(const struct cli_cmd *c, int argc, char **argv, int *first);
+void cli_usage(const struct cli_cmd *c, FILE *f);
+/* The usage on stderr for wrong operands; returns EXIT_BAD_INPUT. */
+int cli_usage_error(const struct cli_cmd *c);
 
 /* A run count (--iters, --warmup) from lo to 100000; -1 after printing. */
 int cli_parse_count(const char *name, const char *s, uint32_t lo, uint32_t *out);
@@ -68,9 +131,10 @@ int out_net_json(FILE *f, const json_t *root, int real_digits);
  * (call it before the work, so that a bad path is refused first); write
  * o.f; out_commit (failed: the caller's writing failed) checks every write
  * and the close, and renames; out_abort drops it.  out_open and out_commit
- * return EXIT_OK, or the exit status after printing "memplan: <what>:
- * cannot write 'path': why" (2) or "<what>: writing 'path' failed: why" (4),
- * leaving nothing behind.
+ * return EXIT_OK, or EXIT_BAD_INPUT after printing "memplan: <what>: cannot
+ * write 'path': why" or "<what>: writing 'path' failed: why" (the path the
+ * user gave cannot hold the output: exit 2, memplan(1)), leaving nothing
+ * behind.
  */
 struct out_file {
 	FILE *f;

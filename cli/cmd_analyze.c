@@ -5,16 +5,11 @@
  * metrics; with --steps the per-step curves of SuperNeurons Fig. 10.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
-static const char usage_text[] =
-	"usage: memplan analyze NET.json [--steps] [--format table|csv|json] [--svg FILE]\n"
-	"                        [--strategy baseline,liveness,offload,recompute]\n"
-	"                        [--device NAME|FILE] [--checkpoints conv,fc,...]\n";
 
 static int add_strategy(const char *item, void *ctx)
 {
@@ -268,80 +263,72 @@ static void print_table(const struct mp_net *net, const struct mp_analysis *a, u
 	}
 }
 
+/* --strategy: repeated lists add up */
+static int set_strategies(const char *name, const char *arg, void *dst)
+{
+	(void)name;
+	return cli_each_item(arg, add_strategy, dst) < 0 ? -1 : 0;
+}
+
+/* --checkpoints: repeated lists add up */
+struct ckpt_arg {
+	uint32_t mask;
+	bool given;
+};
+
+static int set_checkpoints(const char *name, const char *arg, void *dst)
+{
+	struct ckpt_arg *c = dst;
+	uint32_t m;
+
+	(void)name;
+	if (cli_parse_checkpoints(arg, &m) < 0)
+		return -1;
+	c->mask |= m;
+	c->given = true;
+	return 0;
+}
+
 int cmd_analyze(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "steps", no_argument, NULL, 's' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "svg", required_argument, NULL, 'g' },
-		{ "strategy", required_argument, NULL, 'S' },
-		{ "device", required_argument, NULL, 'd' },
-		{ "checkpoints", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int fmt = FMT_TABLE, steps = 0, c, rc = EXIT_OK;
+	int fmt = FMT_TABLE, steps = 0, rc, at;
 	const char *svg = NULL, *device_arg = NULL;
-	struct out_file svgf;
-	uint32_t show = 0, ckpt = 0;
+	uint32_t show = 0;
+	struct ckpt_arg ckpt = { 0, false };
+	const struct cli_opt opts[] = {
+		OPT_FLAG("steps", 0, &steps),
+		OPT_FORMAT("format", "table|csv|json", 0, &fmt, 1),
+		OPT_STRING("svg", 0, "FILE", 0, &svg),
+		OPT_CALL("strategy", 0, "baseline,liveness,offload,recompute", CLI_NEWLINE, &show, set_strategies),
+		OPT_STRING("device", 0, "NAME|FILE", CLI_NEWLINE, &device_arg),
+		OPT_CALL("checkpoints", 0, "conv,fc,...", 0, &ckpt, set_checkpoints),
+		OPT_END(),
+	};
+	const struct cli_cmd cmd = { "analyze", "NET.json", opts, NULL, NULL, 24 };
 	struct mp_policy_opts popts;
+	struct out_file svgf;
 	struct mp_device dev;
 	struct mp_error err = { "" };
 	struct mp_analysis a;
 	struct mp_net *net;
 
+	if ((rc = cli_parse(&cmd, argc, argv, &at)) != CLI_GO)
+		return rc;
+	rc = EXIT_OK;
 	policy_opts_default(&popts);
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			steps = 1;
-			break;
-		case 'f':
-			if ((fmt = cli_parse_format(optarg, 1)) < 0)
-				return EXIT_BAD_INPUT;
-			break;
-		case 'g':
-			svg = optarg;
-			break;
-		case 'S':
-			if (cli_each_item(optarg, add_strategy, &show) < 0)
-				return EXIT_BAD_INPUT;
-			break;
-		case 'd':
-			device_arg = optarg;
-			break;
-		case 'c':
-		{
-			uint32_t m;
-
-			if (cli_parse_checkpoints(optarg, &m) < 0)
-				return EXIT_BAD_INPUT;
-			ckpt |= m; /* repeated --checkpoints add up */
-			popts.checkpoints = ckpt;
-		}
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return EXIT_OK;
-		default:
-			return cli_bad_option("analyze", argv, usage_text);
-		}
-	}
-	if (argc - optind != 1) {
-		fputs(usage_text, stderr);
-		return EXIT_BAD_INPUT;
-	}
+	if (ckpt.given)
+		popts.checkpoints = ckpt.mask;
+	if (argc - at != 1)
+		return cli_usage_error(&cmd);
 	if (!show)
 		show = (1u << MP_STRAT__COUNT) - 1;
 	if (device_arg && device_resolve(device_arg, &dev, &err) < 0)
 		return cli_error(EXIT_BAD_INPUT, "--device: %s", err.msg);
-	if (!(net = cli_load_net(argv[optind])))
+	if (!(net = cli_load_net(argv[at])))
 		return EXIT_BAD_INPUT;
 	if (analysis_run(net, device_arg ? &dev : NULL, show, &popts, &a, &err) < 0) {
 		rc = strncmp(err.msg, "internal error", 14) ? EXIT_BAD_INPUT : EXIT_INTERNAL;
-		cli_error(rc, "%s: %s", argv[optind], err.msg);
+		cli_error(rc, "%s: %s", argv[at], err.msg);
 		net_free(net);
 		return rc;
 	}

@@ -6,19 +6,12 @@
  * The largest batch (or depth) each strategy and planner fits on each GPU.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "../plan/capacity.h"
-
-static const char usage_text[] =
-	"usage: memplan capacity NET.json --gpu NAME|SIZE[,...] [--vary batch] [--max-overhead PCT]\n"
-	"                        [--planner auto|NAME|none] [--reserve SIZE]\n"
-	"                        [--workspace none|dynamic] [--format table|json] [--svg FILE]\n"
-	"       memplan capacity --model NAME --gpu NAME[,...] [--vary batch|depth] [--batch N] ...\n";
 
 struct gpu {
 	struct mp_device dev;
@@ -226,31 +219,71 @@ static int write_svg(FILE *f, const struct gpu *g, const char *title, struct mp_
 	return 0;
 }
 
+static int set_overhead(const char *name, const char *arg, void *dst)
+{
+	double *x = dst;
+	char *end;
+
+	*x = strtod(arg, &end) / 100.0;
+	if (*end == '%')
+		end++;
+	if (*end || !(*x >= 0) || *x > 1e6) {
+		cli_error(EXIT_BAD_INPUT, "%s: '%s' is not a percentage (for example 10 or 10%%)", name, arg);
+		return -1;
+	}
+	return 0;
+}
+
+static const struct cli_choice ws_modes[] = { { "none", MP_WS_NONE }, { "dynamic", MP_WS_DYNAMIC }, { NULL, 0 } };
+
+static int set_batch(const char *name, const char *arg, void *dst)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	if (*end || v == 0 || v > (1u << 24)) {
+		cli_error(EXIT_BAD_INPUT, "%s: '%s' is not a batch size (1 to 16777216)", name, arg);
+		return -1;
+	}
+	*(uint32_t *)dst = (uint32_t)v;
+	return 0;
+}
+
+static void planners_help(void)
+{
+	char names[256];
+
+	printf("planners: %s (memplan-plan(1))\n", mp_planner_list(names, sizeof(names), ", ", MP_PLANNER__COUNT));
+}
+
 int cmd_capacity(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "gpu", required_argument, NULL, 'g' },
-		{ "vary", required_argument, NULL, 'v' },
-		{ "max-overhead", required_argument, NULL, 'x' },
-		{ "planner", required_argument, NULL, 'p' },
-		{ "reserve", required_argument, NULL, 'r' },
-		{ "workspace", required_argument, NULL, 'w' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "svg", required_argument, NULL, 's' },
-		{ "model", required_argument, NULL, 'm' },
-		{ "batch", required_argument, NULL, 'b' },
-		{ "checkpoints", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	char names[256];
 	const char *gpu_arg = NULL, *model = NULL, *svg = NULL, *vary = "batch", *planner = "auto";
-	int fmt = FMT_TABLE, c, rc = EXIT_OK;
+	int fmt = FMT_TABLE, rc, at;
 	double max_overhead = -1;
 	uint64_t reserve = CAP_DEFAULT_RESERVE;
 	uint32_t batch = 0;
 	enum mp_ws_mode ws = MP_WS_NONE;
 	struct mp_policy_opts popts;
+	const struct cli_opt opts[] = {
+		OPT_STRING("gpu", 0, "NAME|SIZE[,...]", CLI_REQUIRED, &gpu_arg),
+		OPT_STRING("vary", 0, "batch", 0, &vary),
+		OPT_CALL("max-overhead", 0, "PCT", 0, &max_overhead, set_overhead),
+		OPT_STRING("planner", 0, "auto|NAME|none", CLI_NEWLINE, &planner),
+		OPT_SIZE("reserve", "SIZE", 0, &reserve),
+		OPT_CHOICE("workspace", "none|dynamic", CLI_NEWLINE, &ws, ws_modes, "mode", "none or dynamic"),
+		OPT_FORMAT("format", "table|json", 0, &fmt, 0),
+		OPT_STRING("svg", 0, "FILE", 0, &svg),
+		OPT_STRING("model", 0, "NAME", CLI_HIDDEN, &model),
+		OPT_CALL("batch", 0, "N", CLI_HIDDEN, &batch, set_batch),
+		OPT_CALL("checkpoints", 0, "conv,fc,...", CLI_HIDDEN, &popts.checkpoints, cli_set_checkpoints),
+		OPT_END(),
+	};
+	const struct cli_cmd cmd = {
+		"capacity", "NET.json", opts,
+		"       memplan capacity --model NAME --gpu NAME[,...] [--vary batch|depth] [--batch N] ...\n", planners_help, 0,
+	};
+	char names[256];
 	struct mp_error err = { "" };
 	struct mp_net *net = NULL;
 	struct gpu *gpus = NULL;
@@ -260,66 +293,11 @@ int cmd_capacity(int argc, char **argv)
 
 	policy_opts_default(&popts);
 	memset(&svgf, 0, sizeof(svgf));
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'g': gpu_arg = optarg; break;
-		case 'v': vary = optarg; break;
-		case 'p': planner = optarg; break;
-		case 's': svg = optarg; break;
-		case 'm': model = optarg; break;
-		case 'x': {
-			char *end;
-
-			max_overhead = strtod(optarg, &end) / 100.0;
-			if (*end == '%')
-				end++;
-			if (*end || !(max_overhead >= 0) || max_overhead > 1e6)
-				return cli_error(EXIT_BAD_INPUT, "--max-overhead: '%s' is not a percentage (for example 10 or 10%%)", optarg);
-			break;
-		}
-		case 'r':
-			if (mp_parse_size(optarg, &reserve, &err) < 0)
-				return cli_error(EXIT_BAD_INPUT, "--reserve: %s", err.msg);
-			break;
-		case 'w':
-			if (!strcmp(optarg, "none"))
-				ws = MP_WS_NONE;
-			else if (!strcmp(optarg, "dynamic"))
-				ws = MP_WS_DYNAMIC;
-			else
-				return cli_error(EXIT_BAD_INPUT, "--workspace: unknown mode '%s' (none or dynamic)", optarg);
-			break;
-		case 'f':
-			if ((fmt = cli_parse_format(optarg, 0)) < 0)
-				return EXIT_BAD_INPUT;
-			break;
-		case 'b': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-
-			if (*end || v == 0 || v > (1u << 24))
-				return cli_error(EXIT_BAD_INPUT, "--batch: '%s' is not a batch size (1 to 16777216)", optarg);
-			batch = (uint32_t)v;
-			break;
-		}
-		case 'c':
-			if (cli_parse_checkpoints(optarg, &popts.checkpoints) < 0)
-				return EXIT_BAD_INPUT;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			printf("planners: %s (memplan-plan(1))\n", mp_planner_list(names, sizeof(names), ", ", MP_PLANNER__COUNT));
-			return EXIT_OK;
-		default:
-			return cli_bad_option("capacity", argv, usage_text);
-		}
-	}
-	if ((model && argc - optind != 0) || (!model && argc - optind != 1)) {
-		fputs(usage_text, stderr);
-		return EXIT_BAD_INPUT;
-	}
+	if ((rc = cli_parse(&cmd, argc, argv, &at)) != CLI_GO)
+		return rc;
+	rc = EXIT_OK;
+	if ((model && argc - at != 0) || (!model && argc - at != 1))
+		return cli_usage_error(&cmd);
 	if (!gpu_arg)
 		return cli_error(EXIT_BAD_INPUT, "capacity: --gpu is required (a catalog name such as k40c, or a size such as 12G)");
 	if (strcmp(vary, "batch") && strcmp(vary, "depth"))
@@ -330,10 +308,10 @@ int cmd_capacity(int argc, char **argv)
 		return cli_error(EXIT_BAD_INPUT, "--model: unknown model '%s' (see 'memplan gen --help')", model);
 	if (!model && batch)
 		return cli_error(EXIT_BAD_INPUT, "--batch: only with --model (a net file has its own batch)");
-	if (!model && !(net = cli_load_net(argv[optind])))
+	if (!model && !(net = cli_load_net(argv[at])))
 		return EXIT_BAD_INPUT;
 	if (net && !net->batch) {
-		rc = cli_error(EXIT_BAD_INPUT, "%s: the net has no batch to vary (no data layer with a shape)", argv[optind]);
+		rc = cli_error(EXIT_BAD_INPUT, "%s: the net has no batch to vary (no data layer with a shape)", argv[at]);
 		goto out;
 	}
 	{

@@ -2,23 +2,19 @@
  * memplan check NET.json [--format table|json]: validate a network file and
  * summarise it (layers, ops, tensors, bytes by tensor kind, parameters).
  */
-#include <getopt.h>
 #include <string.h>
 
 #include "cli.h"
 #include "../analysis/route.h"
 
-static const char usage_text[] =
-	"usage: memplan check NET.json [--format table|json]\n";
-
 int cmd_check(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "format", required_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	int fmt = FMT_TABLE, rc, at;
+	const struct cli_opt opts[] = {
+		OPT_FORMAT("format", "table|json", 0, &fmt, 0),
+		OPT_END(),
 	};
-	int fmt = FMT_TABLE, c, rc = EXIT_OK;
+	const struct cli_cmd cmd = { "check", "NET.json", opts, NULL, NULL, 0 };
 	struct mp_error err = { "" };
 	struct mp_route route;
 	struct mp_net *net;
@@ -26,30 +22,16 @@ int cmd_check(int argc, char **argv)
 	double ms_by_phase[3] = { 0 };
 	char b1[32];
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'f':
-			if ((fmt = cli_parse_format(optarg, 0)) < 0)
-				return EXIT_BAD_INPUT;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return EXIT_OK;
-		default:
-			return cli_bad_option("check", argv, usage_text);
-		}
-	}
-	if (argc - optind != 1) {
-		fputs(usage_text, stderr);
-		return EXIT_BAD_INPUT;
-	}
-	if (!(net = cli_load_net(argv[optind])))
+	if ((rc = cli_parse(&cmd, argc, argv, &at)) != CLI_GO)
+		return rc;
+	rc = EXIT_OK;
+	if (argc - at != 1)
+		return cli_usage_error(&cmd);
+	if (!(net = cli_load_net(argv[at])))
 		return EXIT_BAD_INPUT;
 	if (route_build(net, &route, &err) < 0) {
 		net_free(net);
-		return cli_error(EXIT_BAD_INPUT, "%s: %s", argv[optind], err.msg);
+		return cli_error(EXIT_BAD_INPUT, "%s: %s", argv[at], err.msg);
 	}
 	for (uint32_t o = 0; o < net->n_ops; o++) {
 		n_by_phase[net->ops[o].phase]++;
@@ -82,7 +64,7 @@ int cmd_check(int argc, char **argv)
 		json_object_set_new(root, "device", net->has_device ? json_string(net->device.name) : json_null());
 		out_json(stdout, root);
 	} else {
-		printf("%s: valid memplan-net/1 '%s' (%s, optimizer %s)\n", argv[optind], net->name,
+		printf("%s: valid memplan-net/1 '%s' (%s, optimizer %s)\n", argv[at], net->name,
 		       mp_dtype_name(net->dtype), mp_optimizer_name(net->optimizer));
 		printf("  layers       %u\n", net->n_layers);
 		printf("  ops          %u (%u forward, %u backward, %u optimizer)\n", net->n_ops,

@@ -5,15 +5,11 @@
  * per direction, copy latency, peak dense throughput per dtype, memory
  * bandwidth, and where the figures come from (memplan-devices(1)).
  */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "../analysis/zoo.h"
-
-static const char usage_text[] =
-	"usage: memplan devices [NAME|FILE ...] [--format table|json]\n";
 
 static json_t *device_json(const struct mp_device *d)
 {
@@ -59,37 +55,24 @@ static void device_row(const struct mp_device *d)
 
 int cmd_devices(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "format", required_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	int fmt = FMT_TABLE, rc, at;
+	const struct cli_opt opts[] = {
+		OPT_FORMAT("format", "table|json", 0, &fmt, 0),
+		OPT_END(),
 	};
+	const struct cli_cmd cmd = { "devices", "[NAME|FILE ...]", opts, NULL, NULL, 0 };
 	struct mp_error err = { "" };
 	struct mp_device *devs;
 	unsigned n;
-	int fmt = FMT_TABLE, c;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'f':
-			if ((fmt = cli_parse_format(optarg, 0)) < 0)
-				return EXIT_BAD_INPUT;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return EXIT_OK;
-		default:
-			return cli_bad_option("devices", argv, usage_text);
-		}
-	}
-	n = argc > optind ? (unsigned)(argc - optind) : device_catalog_count();
+	if ((rc = cli_parse(&cmd, argc, argv, &at)) != CLI_GO)
+		return rc;
+	n = argc > at ? (unsigned)(argc - at) : device_catalog_count();
 	devs = mp_xcalloc(n, sizeof(*devs));
 	for (unsigned i = 0; i < n; i++) {
-		if (argc <= optind) {
+		if (argc <= at) {
 			devs[i] = *device_catalog(i);
-		} else if (device_resolve(argv[optind + (int)i], &devs[i], &err) < 0) {
+		} else if (device_resolve(argv[at + (int)i], &devs[i], &err) < 0) {
 			free(devs);
 			return cli_error(EXIT_BAD_INPUT, "devices: %s", err.msg);
 		}

@@ -7,17 +7,12 @@
  * generated files stay readable.
  */
 #include <errno.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "../analysis/zoo.h"
-
-static const char usage_text[] =
-	"usage: memplan gen MODEL [--batch N] [--depth N] [--image HxW] [--seq N] [--hidden N]\n"
-	"                         [--heads N] [--dtype float32|float16|bfloat16]\n"
-	"                         [--optimizer sgd|momentum|adam|none] [--device NAME|FILE] [-o FILE]\n";
 
 static void print_models(FILE *f)
 {
@@ -71,105 +66,132 @@ static int parse_image(const char *s, uint32_t *h, uint32_t *w)
 	return 0;
 }
 
+/* What the options fill: the generator's options, which of them were
+ * given, the device. */
+struct gen_args {
+	struct zoo_opts zo;
+	unsigned given;            /* ZOO_OPT_* */
+	struct mp_device dev;
+};
+
+/* --batch, --depth, --seq, --hidden, --heads: whole numbers in their ranges */
+static int set_count(const char *name, const char *arg, void *dst)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+		uint32_t hi;
+		unsigned bit;
+	} counts[] = {
+		{ "--batch", offsetof(struct zoo_opts, batch), 65536, 0 },
+		{ "--depth", offsetof(struct zoo_opts, depth), 50000, ZOO_OPT_DEPTH },
+		{ "--seq", offsetof(struct zoo_opts, seq), 1048576, ZOO_OPT_SEQ },
+		{ "--hidden", offsetof(struct zoo_opts, hidden), 65536, ZOO_OPT_HIDDEN },
+		{ "--heads", offsetof(struct zoo_opts, heads), 65536, ZOO_OPT_HEADS },
+	};
+	struct gen_args *g = dst;
+
+	for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++)
+		if (!strcmp(name, counts[k].name)) {
+			if (parse_u32(name, arg, 1, counts[k].hi, (uint32_t *)((char *)&g->zo + counts[k].off)) < 0)
+				return -1;
+			g->given |= counts[k].bit;
+			return 0;
+		}
+	MP_ASSERT(!"a count option gen does not know");
+	return -1;
+}
+
+static int set_image(const char *name, const char *arg, void *dst)
+{
+	struct gen_args *g = dst;
+
+	(void)name;
+	if (parse_image(arg, &g->zo.image_h, &g->zo.image_w) < 0)
+		return -1;
+	g->given |= ZOO_OPT_IMAGE;
+	return 0;
+}
+
+static int set_dtype(const char *name, const char *arg, void *dst)
+{
+	enum mp_dtype t = mp_dtype_parse(arg);
+
+	if (t != MP_DT_FLOAT32 && t != MP_DT_FLOAT16 && t != MP_DT_BFLOAT16) {
+		cli_error(EXIT_BAD_INPUT, "gen: %s: expected float32, float16 or bfloat16, got '%s'", name, arg);
+		return -1;
+	}
+	*(int *)dst = (int)t;
+	return 0;
+}
+
+static int set_optimizer(const char *name, const char *arg, void *dst)
+{
+	static const char *const names[] = { "none", "sgd", "momentum", "adam" };
+
+	for (int k = 0; k < 4; k++)
+		if (!strcmp(arg, names[k])) {
+			((struct gen_args *)dst)->zo.optimizer = k;
+			return 0;
+		}
+	cli_error(EXIT_BAD_INPUT, "gen: %s: expected sgd, momentum, adam or none, got '%s'", name, arg);
+	return -1;
+}
+
+static int set_device(const char *name, const char *arg, void *dst)
+{
+	struct gen_args *g = dst;
+	struct mp_error err = { "" };
+
+	if (device_resolve(arg, &g->dev, &err) < 0) {
+		cli_error(EXIT_BAD_INPUT, "gen: %s: %s", name, err.msg);
+		return -1;
+	}
+	g->zo.device = &g->dev;
+	return 0;
+}
+
+static void models_help(void)
+{
+	print_models(stdout);
+}
+
 int cmd_gen(int argc, char **argv)
 {
-	enum { O_BATCH = 256, O_DEPTH, O_IMAGE, O_SEQ, O_HIDDEN, O_HEADS, O_DTYPE, O_OPT, O_DEVICE };
-	static const struct option opts[] = {
-		{ "batch", required_argument, NULL, O_BATCH },
-		{ "depth", required_argument, NULL, O_DEPTH },
-		{ "image", required_argument, NULL, O_IMAGE },
-		{ "seq", required_argument, NULL, O_SEQ },
-		{ "hidden", required_argument, NULL, O_HIDDEN },
-		{ "heads", required_argument, NULL, O_HEADS },
-		{ "dtype", required_argument, NULL, O_DTYPE },
-		{ "optimizer", required_argument, NULL, O_OPT },
-		{ "device", required_argument, NULL, O_DEVICE },
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	static const char *const opt_flag[] = { "--depth", "--image", "--seq", "--hidden", "--heads" };
-	struct zoo_opts zo;
-	struct mp_error err = { "" };
-	struct mp_device dev;
-	const struct zoo_model *zm;
+	struct gen_args g;
 	const char *out_path = NULL, *model;
-	unsigned given = 0, preset = 0;
+	const struct cli_opt opts[] = {
+		OPT_CALL("batch", 0, "N", 0, &g, set_count),
+		OPT_CALL("depth", 0, "N", 0, &g, set_count),
+		OPT_CALL("image", 0, "HxW", 0, &g, set_image),
+		OPT_CALL("seq", 0, "N", 0, &g, set_count),
+		OPT_CALL("hidden", 0, "N", 0, &g, set_count),
+		OPT_CALL("heads", 0, "N", CLI_NEWLINE, &g, set_count),
+		OPT_CALL("dtype", 0, "float32|float16|bfloat16", 0, &g.zo.dtype, set_dtype),
+		OPT_CALL("optimizer", 0, "sgd|momentum|adam|none", CLI_NEWLINE, &g, set_optimizer),
+		OPT_CALL("device", 0, "NAME|FILE", 0, &g, set_device),
+		OPT_STRING("output", 'o', "FILE", CLI_LETTER, &out_path),
+		OPT_END(),
+	};
+	const struct cli_cmd cmd = { "gen", "MODEL", opts, NULL, models_help, 25 };
+	struct mp_error err = { "" };
+	const struct zoo_model *zm;
+	unsigned preset = 0, given;
 	json_t *root, *gen;
-	int c, rc;
+	int rc, at;
 
-	zoo_opts_init(&zo);
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-		switch (c) {
-		case O_BATCH:
-			if (parse_u32("--batch", optarg, 1, 65536, &zo.batch) < 0)
-				return EXIT_BAD_INPUT;
-			break;
-		case O_DEPTH:
-			if (parse_u32("--depth", optarg, 1, 50000, &zo.depth) < 0)
-				return EXIT_BAD_INPUT;
-			given |= ZOO_OPT_DEPTH;
-			break;
-		case O_IMAGE:
-			if (parse_image(optarg, &zo.image_h, &zo.image_w) < 0)
-				return EXIT_BAD_INPUT;
-			given |= ZOO_OPT_IMAGE;
-			break;
-		case O_SEQ:
-			if (parse_u32("--seq", optarg, 1, 1048576, &zo.seq) < 0)
-				return EXIT_BAD_INPUT;
-			given |= ZOO_OPT_SEQ;
-			break;
-		case O_HIDDEN:
-			if (parse_u32("--hidden", optarg, 1, 65536, &zo.hidden) < 0)
-				return EXIT_BAD_INPUT;
-			given |= ZOO_OPT_HIDDEN;
-			break;
-		case O_HEADS:
-			if (parse_u32("--heads", optarg, 1, 65536, &zo.heads) < 0)
-				return EXIT_BAD_INPUT;
-			given |= ZOO_OPT_HEADS;
-			break;
-		case O_DTYPE:
-			zo.dtype = mp_dtype_parse(optarg);
-			if (zo.dtype != MP_DT_FLOAT32 && zo.dtype != MP_DT_FLOAT16 && zo.dtype != MP_DT_BFLOAT16)
-				return cli_error(EXIT_BAD_INPUT, "gen: --dtype: expected float32, float16 or bfloat16, got '%s'", optarg);
-			break;
-		case O_OPT: {
-			static const char *const names[] = { "none", "sgd", "momentum", "adam" };
-			int k;
-
-			for (k = 0; k < 4 && strcmp(optarg, names[k]); k++)
-				;
-			if (k == 4)
-				return cli_error(EXIT_BAD_INPUT, "gen: --optimizer: expected sgd, momentum, adam or none, got '%s'", optarg);
-			zo.optimizer = k;
-			break;
-		}
-		case O_DEVICE:
-			if (device_resolve(optarg, &dev, &err) < 0)
-				return cli_error(EXIT_BAD_INPUT, "gen: --device: %s", err.msg);
-			zo.device = &dev;
-			break;
-		case 'o':
-			out_path = optarg;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			print_models(stdout);
-			return EXIT_OK;
-		default:
-			return cli_bad_option("gen", argv, usage_text);
-		}
-	}
-	if (argc - optind != 1) {
-		fputs(usage_text, stderr);
+	memset(&g, 0, sizeof(g));
+	zoo_opts_init(&g.zo);
+	if ((rc = cli_parse(&cmd, argc, argv, &at)) != CLI_GO)
+		return rc;
+	given = g.given;
+	if (argc - at != 1) {
+		cli_usage(&cmd, stderr);
 		print_models(stderr);
 		return EXIT_BAD_INPUT;
 	}
-	model = argv[optind];
+	model = argv[at];
 	if (!(zm = zoo_model_find(model, &preset)))
 		return cli_error(EXIT_BAD_INPUT, "gen: unknown model '%s' (see 'memplan gen --help')", model);
 	for (unsigned i = 0; i < 5; i++) {
@@ -181,7 +203,7 @@ int cmd_gen(int argc, char **argv)
 			return cli_error(EXIT_BAD_INPUT, "gen: '%s' fixes %s; use '%s %s'", model,
 					 opt_flag[i], zm->name, opt_flag[i]);
 	}
-	if (!(root = zoo_generate(model, &zo, &err)))
+	if (!(root = zoo_generate(model, &g.zo, &err)))
 		return cli_error(EXIT_BAD_INPUT, "gen: %s", err.msg);
 	gen = json_object_get(root, "generator");
 	if (json_object_get(gen, "effective_depth") &&

@@ -6,20 +6,12 @@
  * The fastest schedule that fits the budget, written as an executable plan.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "../plan/capacity.h"
 #include "../plan/plan.h"
-
-static const char usage_text[] =
-	"usage: memplan plan NET.json --budget SIZE [--planner auto|all|NAME]\n"
-	"                    [--device NAME|FILE] [--workspace none|dynamic|wr|wd]\n"
-	"                    [--workspace-limit SIZE] [--checkpoints conv,fc,...]\n"
-	"                    [--time-limit SECONDS] [-o plan.json] [--trace FILE]\n"
-	"                    [--format table|json]\n";
 
 static const char *step_label(const struct mp_net *net, int32_t op, char *buf, size_t n)
 {
@@ -136,14 +128,22 @@ static void print_plan(const struct mp_net *net, const struct mp_plan_req *req, 
 	printf("metrics          MSR %.3f  EOR %.3f  CBR %.3f\n", p->msr, p->eor, p->cbr);
 }
 
-static int parse_size_opt(const char *name, const char *arg, uint64_t *out)
+/* --budget, and whether it was given */
+struct budget_arg {
+	uint64_t bytes;
+	int given;
+};
+
+static int set_budget(const char *name, const char *arg, void *dst)
 {
+	struct budget_arg *b = dst;
 	struct mp_error err;
 
-	if (mp_parse_size(arg, out, &err) < 0) {
+	if (mp_parse_size(arg, &b->bytes, &err) < 0) {
 		cli_error(EXIT_BAD_INPUT, "%s: %s", name, err.msg);
 		return -1;
 	}
+	b->given = 1;
 	return 0;
 }
 
@@ -157,112 +157,98 @@ static int write_json_file(const char *path, json_t *root, const char *what, siz
 	return rc;
 }
 
+/* --planner: a planner, or all of them */
+struct planner_arg {
+	int which, all;
+};
+
+static int set_planner(const char *name, const char *arg, void *dst)
+{
+	struct planner_arg *p = dst;
+	char names[256];
+
+	if (!strcmp(arg, "all")) {
+		p->all = 1;
+		return 0;
+	}
+	if ((p->which = mp_planner_parse(arg)) < 0) {
+		cli_error(EXIT_BAD_INPUT, "%s: unknown planner '%s' (auto, %s, all)", name, arg,
+			  mp_planner_list(names, sizeof(names), ", ", MP_PLANNER_AUTO));
+		return -1;
+	}
+	return 0;
+}
+
+static const struct cli_choice ws_modes[] = {
+	{ "none", MP_WS_NONE }, { "dynamic", MP_WS_DYNAMIC }, { "wr", MP_WS_WR }, { "wd", MP_WS_WD }, { NULL, 0 },
+};
+
+static int set_time_limit(const char *name, const char *arg, void *dst)
+{
+	double *t = dst;
+	char *end;
+
+	errno = 0;
+	*t = strtod(arg, &end);
+	if (errno || end == arg || *end || !(*t > 0) || *t > 1e6) {
+		cli_error(EXIT_BAD_INPUT, "%s: '%s' is not a number of seconds (more than 0, at most 1000000)", name, arg);
+		return -1;
+	}
+	return 0;
+}
+
+static void planners_help(void)
+{
+	char names[256];
+
+	printf("planners: %s (memplan-plan(1))\n", mp_planner_list(names, sizeof(names), ", ", MP_PLANNER_AUTO));
+}
+
 int cmd_plan(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "budget", required_argument, NULL, 'b' },
-		{ "planner", required_argument, NULL, 'p' },
-		{ "device", required_argument, NULL, 'd' },
-		{ "workspace", required_argument, NULL, 'w' },
-		{ "workspace-limit", required_argument, NULL, 'W' },
-		{ "checkpoints", required_argument, NULL, 'c' },
-		{ "time-limit", required_argument, NULL, 'T' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "trace", required_argument, NULL, 't' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *device_arg = NULL, *out_path = NULL, *trace_path = NULL;
-	int fmt = FMT_TABLE, c, k, rc = EXIT_OK, have_budget = 0, all = 0, which = MP_PLANNER_AUTO;
+	struct planner_arg pl = { MP_PLANNER_AUTO, 0 };
+	struct budget_arg budget = { 0, 0 };
 	struct mp_plan_req req;
+	int fmt = FMT_TABLE, k, rc, at;
+	const struct cli_opt opts[] = {
+		OPT_CALL("budget", 0, "SIZE", CLI_REQUIRED, &budget, set_budget),
+		OPT_CALL("planner", 0, "auto|all|NAME", 0, &pl, set_planner),
+		OPT_STRING("device", 0, "NAME|FILE", CLI_NEWLINE, &device_arg),
+		OPT_CHOICE("workspace", "none|dynamic|wr|wd", 0, &req.ws_mode, ws_modes, "mode", "none, dynamic, wr, wd"),
+		OPT_SIZE("workspace-limit", "SIZE", CLI_NEWLINE, &req.ws_limit_bytes),
+		OPT_CALL("checkpoints", 0, "conv,fc,...", 0, &req.popts.checkpoints, cli_set_checkpoints),
+		OPT_CALL("time-limit", 0, "SECONDS", CLI_NEWLINE, &req.time_limit_s, set_time_limit),
+		OPT_STRING("output", 'o', "plan.json", CLI_LETTER, &out_path),
+		OPT_STRING("trace", 0, "FILE", 0, &trace_path),
+		OPT_FORMAT("format", "table|json", CLI_NEWLINE, &fmt, 0),
+		OPT_END(),
+	};
+	const struct cli_cmd cmd = { "plan", "NET.json", opts, NULL, planners_help, 0 };
 	struct mp_error err = { "" };
 	struct mp_plan plans[MP_PLANNER_AUTO];
 	struct mp_layer_min lmin;
 	struct mp_route route;
 	struct mp_net *net;
 	json_t *net_json;
-	int best = -1, lowest = -1;
-	char b1[32], b2[32], lab[300], names[256];
+	int best = -1, lowest = -1, all, which, have_budget;
+	char b1[32], b2[32], lab[300];
 
 	memset(&req, 0, sizeof(req));
 	req.ws_mode = MP_WS_DYNAMIC;
 	policy_opts_default(&req.popts);
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-		switch (c) {
-		case 'b':
-			if (parse_size_opt("--budget", optarg, &req.budget_bytes) < 0)
-				return EXIT_BAD_INPUT;
-			have_budget = 1;
-			break;
-		case 'p':
-			if (!strcmp(optarg, "all")) {
-				all = 1;
-			} else if ((which = mp_planner_parse(optarg)) < 0) {
-				return cli_error(EXIT_BAD_INPUT, "--planner: unknown planner '%s' (auto, %s, all)", optarg,
-						 mp_planner_list(names, sizeof(names), ", ", MP_PLANNER_AUTO));
-			}
-			break;
-		case 'd':
-			device_arg = optarg;
-			break;
-		case 'w':
-			if (!strcmp(optarg, "none"))
-				req.ws_mode = MP_WS_NONE;
-			else if (!strcmp(optarg, "dynamic"))
-				req.ws_mode = MP_WS_DYNAMIC;
-			else if (!strcmp(optarg, "wr"))
-				req.ws_mode = MP_WS_WR;
-			else if (!strcmp(optarg, "wd"))
-				req.ws_mode = MP_WS_WD;
-			else
-				return cli_error(EXIT_BAD_INPUT, "--workspace: unknown mode '%s' (none, dynamic, wr, wd)", optarg);
-			break;
-		case 'W':
-			if (parse_size_opt("--workspace-limit", optarg, &req.ws_limit_bytes) < 0)
-				return EXIT_BAD_INPUT;
-			break;
-		case 'c':
-			if (cli_parse_checkpoints(optarg, &req.popts.checkpoints) < 0)
-				return EXIT_BAD_INPUT;
-			break;
-		case 'T': {
-			char *end;
-
-			errno = 0;
-			req.time_limit_s = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(req.time_limit_s > 0) || req.time_limit_s > 1e6)
-				return cli_error(EXIT_BAD_INPUT, "--time-limit: '%s' is not a number of seconds "
-						 "(more than 0, at most 1000000)", optarg);
-			break;
-		}
-		case 'o':
-			out_path = optarg;
-			break;
-		case 't':
-			trace_path = optarg;
-			break;
-		case 'f':
-			if ((fmt = cli_parse_format(optarg, 0)) < 0)
-				return EXIT_BAD_INPUT;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			printf("planners: %s (memplan-plan(1))\n", mp_planner_list(names, sizeof(names), ", ", MP_PLANNER_AUTO));
-			return EXIT_OK;
-		default:
-			return cli_bad_option("plan", argv, usage_text);
-		}
-	}
-	if (argc - optind != 1) {
-		fputs(usage_text, stderr);
-		return EXIT_BAD_INPUT;
-	}
+	if ((rc = cli_parse(&cmd, argc, argv, &at)) != CLI_GO)
+		return rc;
+	rc = EXIT_OK;
+	have_budget = budget.given;
+	req.budget_bytes = budget.bytes;
+	all = pl.all;
+	which = pl.which;
+	if (argc - at != 1)
+		return cli_usage_error(&cmd);
 	if (device_arg && device_resolve(device_arg, &req.device, &err) < 0)
 		return cli_error(EXIT_BAD_INPUT, "--device: %s", err.msg);
-	if (!(net = cli_load_net_json(argv[optind], &net_json)))
+	if (!(net = cli_load_net_json(argv[at], &net_json)))
 		return EXIT_BAD_INPUT;
 	if (!device_arg) {
 		if (net->has_device)
@@ -283,7 +269,7 @@ int cmd_plan(int argc, char **argv)
 		       mp_fmt_bytes(CAP_DEFAULT_RESERVE, b2, sizeof(b2)));
 	}
 	if (route_build(net, &route, &err) < 0) {
-		rc = cli_error(EXIT_BAD_INPUT, "%s: %s", argv[optind], err.msg);
+		rc = cli_error(EXIT_BAD_INPUT, "%s: %s", argv[at], err.msg);
 		goto out_net;
 	}
 	policy_layer_min(net, &route, &lmin);
@@ -301,7 +287,7 @@ int cmd_plan(int argc, char **argv)
 			continue;
 		if (plan_run(net, &route, (enum mp_planner)i, &req, &plans[i], &err) < 0) {
 			rc = cli_error(strncmp(err.msg, "internal", 8) ? EXIT_BAD_INPUT : EXIT_INTERNAL, "%s: %s",
-				       argv[optind], err.msg);
+				       argv[at], err.msg);
 			goto out_plans;
 		}
 		if (plans[i].fits && (best < 0 || plans[i].sim.time_ms < plans[best].sim.time_ms ||

@@ -9,7 +9,6 @@
  * verify/profile.c.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +18,6 @@
 #include "cli.h"
 #include "../verify/backend.h"
 #include "../verify/profile.h"
-
-static const char usage_text[] =
-	"usage: memplan profile NET.json -o FILE [--batches pow2|all|full] [--iters N] [--warmup N]\n";
 
 /* Refuse an output that cannot be written before minutes of measuring:
  * a directory, or a path whose directory is missing or not writable. */
@@ -113,59 +109,36 @@ static void print_summary(const char *out_path, const struct mp_net *net, const 
 	printf("wrote     %s: time_source \"measured:%s\"\n", out_path, m->device);
 }
 
+static const struct cli_choice batch_policies[] = {
+	{ "pow2", PROF_BATCH_POW2 }, { "all", PROF_BATCH_ALL }, { "full", PROF_BATCH_FULL }, { NULL, 0 },
+};
+
 int cmd_profile(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "batches", required_argument, NULL, 'b' },
-		{ "iters", required_argument, NULL, 'n' },
-		{ "warmup", required_argument, NULL, 'w' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct mp_prof_opts o;
+	const char *out_path = NULL, *path, **why = NULL;
+	const struct cli_opt opts[] = {
+		OPT_STRING("output", 'o', "FILE", CLI_LETTER | CLI_REQUIRED, &out_path),
+		OPT_CHOICE("batches", "pow2|all|full", 0, &o.batches, batch_policies, "policy", "pow2, all or full"),
+		OPT_COUNT("iters", "N", 0, &o.iters, 1),
+		OPT_COUNT("warmup", "N", 0, &o.warmup, 0),
+		OPT_END(),
+	};
+	const struct cli_cmd cmd = { "profile", "NET.json", opts, NULL, NULL, 0 };
 	struct mp_profile m;
 	struct mp_cuda_probe pr;
 	struct mp_error err = { "" };
 	struct mp_net *net;
-	const char *out_path = NULL, *path, **why = NULL;
 	json_t *root = NULL, *out = NULL;
 	uint32_t n_kept = 0;
-	int c, b, rc;
+	int rc, at;
 
 	prof_opts_default(&o);
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			out_path = optarg;
-			break;
-		case 'b':
-			if ((b = prof_batches_parse(optarg)) < 0)
-				return cli_error(EXIT_BAD_INPUT, "--batches: unknown policy '%s' (pow2, all or full)", optarg);
-			o.batches = (enum mp_prof_batches)b;
-			break;
-		case 'n':
-			if (cli_parse_count("--iters", optarg, 1, &o.iters) < 0)
-				return EXIT_BAD_INPUT;
-			break;
-		case 'w':
-			if (cli_parse_count("--warmup", optarg, 0, &o.warmup) < 0)
-				return EXIT_BAD_INPUT;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return EXIT_OK;
-		default:
-			return cli_bad_option("profile", argv, usage_text);
-		}
-	}
-	if (argc - optind != 1) {
-		fputs(usage_text, stderr);
-		return EXIT_BAD_INPUT;
-	}
-	path = argv[optind];
+	if ((rc = cli_parse(&cmd, argc, argv, &at)) != CLI_GO)
+		return rc;
+	if (argc - at != 1)
+		return cli_usage_error(&cmd);
+	path = argv[at];
 	if (!out_path)
 		return cli_error(EXIT_BAD_INPUT, "profile: -o FILE is required (where the measured net is written)");
 	if (check_output(out_path) < 0)

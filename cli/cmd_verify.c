@@ -8,7 +8,6 @@
  * tolerances (memplan-verify(1)).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,12 +15,6 @@
 
 #include "cli.h"
 #include "../verify/backend.h"
-
-static const char usage_text[] =
-	"usage: memplan verify PLAN.json [--device host|cuda] [--iters N] [--warmup N]\n"
-	"                      [--alloc arena|pool|async] [--compute real|timed] [--time-scale X]\n"
-	"                      [--tolerance-peak PCT] [--tolerance-time PCT] [--report FILE]\n"
-	"       memplan verify --probe\n";
 
 /* A number > 0 (time scale) or >= 0 with an optional % (tolerances). */
 static int parse_real(const char *name, const char *s, int percent, double max, double *out)
@@ -213,108 +206,62 @@ static int write_report(const char *path, json_t *root)
 	return rc;
 }
 
+static const struct cli_choice backends[] = { { "host", 0 }, { "cuda", 1 }, { NULL, 0 } };
+static const struct cli_choice allocs[] = {
+	{ "arena", MP_EXEC_ARENA }, { "pool", MP_EXEC_POOL }, { "async", MP_EXEC_ASYNC }, { NULL, 0 },
+};
+static const struct cli_choice computes[] = { { "real", MP_EXEC_REAL }, { "timed", MP_EXEC_TIMED }, { NULL, 0 } };
+
+static int set_scale(const char *name, const char *arg, void *dst)
+{
+	return parse_real(name, arg, 0, 1000, dst);
+}
+
+static int set_percent(const char *name, const char *arg, void *dst)
+{
+	return parse_real(name, arg, 1, 1e6, dst);
+}
+
 int cmd_verify(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "device", required_argument, NULL, 'd' },
-		{ "iters", required_argument, NULL, 'n' },
-		{ "warmup", required_argument, NULL, 'w' },
-		{ "alloc", required_argument, NULL, 'a' },
-		{ "compute", required_argument, NULL, 'c' },
-		{ "time-scale", required_argument, NULL, 's' },
-		{ "tolerance-peak", required_argument, NULL, 'P' },
-		{ "tolerance-time", required_argument, NULL, 'T' },
-		{ "report", required_argument, NULL, 'r' },
-		{ "probe", no_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct mp_exec_opts eo;
+	const char *report = NULL, *path;
+	double tol_peak = 2, tol_time = 10;
+	int wr, rc, at, do_probe = 0, cuda = 0, run_rc;
+	const struct cli_opt opts[] = {
+		OPT_CHOICE("device", "host|cuda", 0, &cuda, backends, "backend", "host or cuda"),
+		OPT_COUNT("iters", "N", 0, &eo.iters, 1),
+		OPT_COUNT("warmup", "N", 0, &eo.warmup, 0),
+		OPT_CHOICE("alloc", "arena|pool|async", CLI_NEWLINE, &eo.alloc, allocs, "allocator", "arena, pool or async"),
+		OPT_CHOICE("compute", "real|timed", 0, &eo.compute, computes, "mode", "real or timed"),
+		OPT_CALL("time-scale", 0, "X", 0, &eo.time_scale, set_scale),
+		OPT_CALL("tolerance-peak", 0, "PCT", CLI_NEWLINE, &tol_peak, set_percent),
+		OPT_CALL("tolerance-time", 0, "PCT", 0, &tol_time, set_percent),
+		OPT_STRING("report", 0, "FILE", 0, &report),
+		OPT_FLAG("probe", CLI_HIDDEN, &do_probe),
+		OPT_END(),
+	};
+	const struct cli_cmd cmd = { "verify", "PLAN.json", opts, "       memplan verify --probe\n", NULL, 0 };
 	struct mp_exec_result res;
 	struct mp_exec_cmp cmp;
 	struct mp_plan_req req;
 	struct mp_plan plan;
 	struct mp_error err = { "" };
 	struct mp_net *net = NULL;
-	const char *report = NULL, *path;
-	double tol_peak = 2, tol_time = 10;
-	int c, wr, rc = EXIT_OK, do_probe = 0, cuda = 0, run_rc;
 	char b1[32], b2[32], pp[96];
 
 	exec_opts_default(&eo);
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'd':
-			if (!strcmp(optarg, "host"))
-				cuda = 0;
-			else if (!strcmp(optarg, "cuda"))
-				cuda = 1;
-			else
-				return cli_error(EXIT_BAD_INPUT, "--device: unknown backend '%s' (host or cuda)", optarg);
-			break;
-		case 'n':
-			if (cli_parse_count("--iters", optarg, 1, &eo.iters) < 0)
-				return EXIT_BAD_INPUT;
-			break;
-		case 'w':
-			if (cli_parse_count("--warmup", optarg, 0, &eo.warmup) < 0)
-				return EXIT_BAD_INPUT;
-			break;
-		case 'a': {
-			int a = mp_exec_alloc_parse(optarg);
-
-			if (a < 0)
-				return cli_error(EXIT_BAD_INPUT, "--alloc: unknown allocator '%s' (arena, pool or async)", optarg);
-			eo.alloc = (enum mp_exec_alloc)a;
-			break;
-		}
-		case 'c': {
-			int k = mp_exec_compute_parse(optarg);
-
-			if (k < 0)
-				return cli_error(EXIT_BAD_INPUT, "--compute: unknown mode '%s' (real or timed)", optarg);
-			eo.compute = (enum mp_exec_compute)k;
-			break;
-		}
-		case 's':
-			if (parse_real("--time-scale", optarg, 0, 1000, &eo.time_scale) < 0)
-				return EXIT_BAD_INPUT;
-			break;
-		case 'P':
-			if (parse_real("--tolerance-peak", optarg, 1, 1e6, &tol_peak) < 0)
-				return EXIT_BAD_INPUT;
-			break;
-		case 'T':
-			if (parse_real("--tolerance-time", optarg, 1, 1e6, &tol_time) < 0)
-				return EXIT_BAD_INPUT;
-			break;
-		case 'r':
-			report = optarg;
-			break;
-		case 'p':
-			do_probe = 1;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return EXIT_OK;
-		default:
-			return cli_bad_option("verify", argv, usage_text);
-		}
-	}
+	if ((rc = cli_parse(&cmd, argc, argv, &at)) != CLI_GO)
+		return rc;
+	rc = EXIT_OK;
 	if (do_probe) {
-		if (argc - optind != 0) {
-			fputs(usage_text, stderr);
-			return EXIT_BAD_INPUT;
-		}
+		if (argc - at != 0)
+			return cli_usage_error(&cmd);
 		return probe();
 	}
-	if (argc - optind != 1) {
-		fputs(usage_text, stderr);
-		return EXIT_BAD_INPUT;
-	}
-	path = argv[optind];
+	if (argc - at != 1)
+		return cli_usage_error(&cmd);
+	path = argv[at];
 	if (cuda) {
 		struct mp_cuda_probe pr;
 

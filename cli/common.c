@@ -2,7 +2,6 @@
  * Helpers every subcommand shares: error printing and net loading.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,11 +98,10 @@ int cli_parse_checkpoints(const char *arg, uint32_t *mask)
 	return cli_each_item(arg, add_checkpoint, mask);
 }
 
-int cli_bad_option(const char *cmd, char **argv, const char *usage)
+int cli_set_checkpoints(const char *name, const char *arg, void *mask)
 {
-	cli_error(EXIT_BAD_INPUT, "%s: unknown or incomplete option '%s'", cmd, argv[optind - 1]);
-	fputs(usage, stderr);
-	return EXIT_BAD_INPUT;
+	(void)name;
+	return cli_parse_checkpoints(arg, mask);
 }
 
 int cli_parse_count(const char *name, const char *s, uint32_t lo, uint32_t *out)

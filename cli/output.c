@@ -138,7 +138,7 @@ int out_commit(struct out_file *o, bool failed)
 		e = errno;
 	o->f = NULL;
 	if (bad)
-		rc = cli_error(EXIT_INTERNAL, "%s: writing '%s' failed: %s", o->what, o->path,
+		rc = cli_error(EXIT_BAD_INPUT, "%s: writing '%s' failed: %s", o->what, o->path,
 			       e ? strerror(e) : "a value cannot be encoded");
 	else if (o->tmp && rename(o->tmp, o->target) < 0)
 		rc = cli_error(EXIT_BAD_INPUT, "%s: cannot write '%s': %s", o->what, o->path, strerror(errno));

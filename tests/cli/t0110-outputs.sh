@@ -2,7 +2,7 @@
 # Every file memplan writes is whole or not there: plan -o and --trace,
 # verify --report, analyze --svg, capacity --svg and gen -o go through a
 # temporary file and a rename.  A write that fails (a full device, a file-size
-# limit) exits 4, says so, leaves no file and no temporary file behind, and
+# limit) exits 2, says so, leaves no file and no temporary file behind, and
 # leaves a file already there as it was.
 . "$(dirname "$0")/../lib.sh"
 
@@ -13,7 +13,7 @@ memplan plan examples/chain.json --budget 64K -o "$TMP/chain.plan.json" >/dev/nu
 while IFS='|' read -r what cmd; do
 	# a full device
 	# shellcheck disable=SC2086
-	expect_run "$what on /dev/full ($cmd)" 4 --stderr-grep "^memplan: $what: writing '/dev/full' failed: No space left on device$" -- \
+	expect_run "$what on /dev/full ($cmd)" 2 --stderr-grep "^memplan: $what: writing '/dev/full' failed: No space left on device$" -- \
 		memplan $(echo "$cmd" | sed "s|OUT|/dev/full|")
 	# a file-size limit of 1 block, over a file already there
 	mkdir -p "$TMP/lim"
@@ -22,7 +22,7 @@ while IFS='|' read -r what cmd; do
 	args=$(echo "$cmd" | sed "s|OUT|$TMP/lim/out|")
 	# shellcheck disable=SC2086
 	(trap '' XFSZ; ulimit -f 1; exec "$MEMPLAN" $args) >/dev/null 2>"$TMP/err"; rc=$?
-	if [ $rc != 4 ] || ! grep -q "^memplan: $what: writing '$TMP/lim/out' failed: File too large$" "$TMP/err"; then
+	if [ $rc != 2 ] || ! grep -q "^memplan: $what: writing '$TMP/lim/out' failed: File too large$" "$TMP/err"; then
 		not_ok "$what under a file-size limit ($cmd)" "exit $rc" "$(cat "$TMP/err")"
 	elif [ "$(cat "$TMP/lim/out")" != old ] || [ "$(ls "$TMP/lim")" != out ]; then
 		not_ok "$what under a file-size limit ($cmd): the old file changed or a temporary file stayed" "$(ls "$TMP/lim")"

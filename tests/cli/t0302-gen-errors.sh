@@ -31,5 +31,5 @@ if [ -e "$TMP/no" ]; then not_ok "gen output dir created something"; else ok; fi
 mkdir "$TMP/dir"
 expect_run "gen output is a directory" 2 --stderr "memplan: gen: cannot write '$TMP/dir': Is a directory" -- memplan gen vgg16 -o "$TMP/dir"
 expect_run "gen output is a directory: nothing left" 0 -- sh -c "test -z \"\$(ls -A '$TMP/dir')\" && test -z \"\$(ls '$TMP' | grep '^dir\\.')\""
-expect_run "gen output device full" 4 --stderr "memplan: gen: writing '/dev/full' failed: No space left on device" -- memplan gen vgg16 --batch 2 -o /dev/full
+expect_run "gen output device full" 2 --stderr "memplan: gen: writing '/dev/full' failed: No space left on device" -- memplan gen vgg16 --batch 2 -o /dev/full
 done_testing
