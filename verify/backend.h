@@ -126,6 +126,7 @@ struct replay {
 	bool checking;             /* this iteration takes checksums */
 	bool check_first;          /* set by open: only one unmeasured iteration, first, checks */
 	uint8_t *swapped;          /* [n_tensors] tensors with swaps: they need host buffers */
+	int32_t *first;            /* [n_tensors] first alloc, swap-in or swap-out of each, -1 */
 	uint64_t host_bytes;       /* their bytes */
 	struct rp_tensor *t;       /* [n_tensors] */
 	int32_t *step_of;          /* [n] step of a compute action, else -1 */

@@ -820,6 +820,52 @@ static void iteration_reset(struct replay *R)
 		pool_reset(&R->pool);
 }
 
+/*
+ * The steady state (memplan-plan(5)): iterations run back to back, so what an
+ * iteration leaves is what the next one starts from, and a persistent tensor
+ * (a parameter, optimizer state, an input) must outlive it.  One that the
+ * schedule first allocates must end the iteration on the device, not freed
+ * nor left on the host; one it first swaps in must end it on the host,
+ * swapped out after its last change.  The first violation, at the action
+ * that broke the rule; 0 if none.
+ */
+static int steady_state(struct replay *R)
+{
+	for (uint32_t t = 0; t < R->net->n_tensors; t++) {
+		const struct rp_tensor *T = &R->t[t];
+		const int32_t f = R->first[t];
+		const bool live = T->ls == RP_ALLOC || T->ls == RP_RES || T->ls == RP_IN;
+		const char *what = tname(R, (int32_t)t);
+
+		if (f < 0 || !sched_persistent(&R->net->tensors[t]))
+			continue;
+		if (R->s->a[f].kind == MP_ACT_SWAP_IN) {
+			/* it starts the next iteration on the host */
+			if (T->ls == RP_OUT)
+				continue;
+			if (live)
+				replay_fail(R, (uint32_t)T->cur, "'%s' is still on the device at the end of the iteration, and the "
+					    "next one swaps it in from the host (schedule[%d]): its last swap-out is missing", what, f);
+			else
+				replay_fail(R, (uint32_t)T->at_free, "'%s' is lost: freed, and the next iteration swaps it in "
+					    "from the host (schedule[%d]), where its last bytes never went", what, f);
+			return -1;
+		}
+		if (R->s->a[f].kind != MP_ACT_ALLOC || live)
+			continue;
+		/* it starts the next iteration on the device */
+		if (T->ls == RP_OUT)
+			replay_fail(R, (uint32_t)T->at_out, "'%s' is swapped out and never back in, and the next iteration "
+				    "expects it on the device from schedule[%d] on", what, f);
+		else
+			replay_fail(R, (uint32_t)T->at_free, "'%s' is lost: freed, and the next iteration expects it on the "
+				    "device from schedule[%d] on (parameters, optimizer state and inputs outlive the iteration)",
+				    what, f);
+		return -1;
+	}
+	return 0;
+}
+
 /* A memory event or a compute-end marker on the measured timelines. */
 struct mev {
 	double t;
@@ -952,7 +998,7 @@ static int run_iteration(struct replay *R, struct rp_iter *rec)
 	 * violation: the buffers must outlive it) */
 	if (R->be->iter_end(R) < 0 || R->dev_failed)
 		return -1;
-	if (compare_checks(R, R->failed ? R->fail_at : UINT32_MAX) < 0 || R->failed)
+	if (compare_checks(R, R->failed ? R->fail_at : UINT32_MAX) < 0 || R->failed || steady_state(R) < 0)
 		return -1;
 	/* what the device computed this iteration becomes known for the next;
 	 * persistent tensors resident now keep their bytes into it */
@@ -987,6 +1033,7 @@ static void replay_free(struct replay *R)
 		free(R->ck[c].extra);
 	free(R->ck);
 	free(R->swapped);
+	free(R->first);
 	free(R->t);
 	free(R->step_of);
 	free(R->in_at);
@@ -1038,8 +1085,17 @@ static void replay_init(struct replay *R)
 		}
 	}
 	R->t = mp_xcalloc(nt1, sizeof(*R->t));
-	for (uint32_t t = 0; t < net->n_tensors; t++)
+	R->first = mp_xmalloc(nt1 * sizeof(*R->first));
+	for (uint32_t t = 0; t < net->n_tensors; t++) {
 		R->t[t].expect = R->t[t].host_ver = ver_none();
+		R->first[t] = -1;
+	}
+	for (uint32_t i = n; i-- > 0;) {
+		const struct mp_action *a = &s->a[i];
+
+		if (a->kind == MP_ACT_ALLOC || a->kind == MP_ACT_SWAP_IN || a->kind == MP_ACT_SWAP_OUT)
+			R->first[a->tensor] = (int32_t)i;
+	}
 	R->step_of = mp_xmalloc(n1 * sizeof(*R->step_of));
 	for (uint32_t i = 0; i < n; i++)
 		R->step_of[i] = s->a[i].kind == MP_ACT_COMPUTE ? step++ : -1;

@@ -53,4 +53,20 @@ expect_run "option without value" 2 --stderr-grep "^memplan: verify: unknown or 
 	memplan verify "$TMP/p.json" --iters
 expect_run "report not writable" 2 --stderr-grep "^memplan: --report: cannot write '$TMP/no/such/dir/r.json': " -- \
 	memplan verify "$TMP/p.json" --iters 1 $LOOSE --report "$TMP/no/such/dir/r.json"
+# the steady state: iterations run back to back, so a parameter the plan
+# loses is caught, named with the action that lost it (issue 12)
+memplan plan examples/chain.json --budget 64K -o "$TMP/steady.json" >/dev/null 2>&1 ||
+	not_ok "steady: a chain plan" "memplan plan failed"
+append() { # FILE ACTION-JSON: the plan with one action appended
+	head -n -2 "$TMP/steady.json" | sed '$s/}$/},/'
+	printf '  %s\n ]\n}\n' "$2"
+}
+append "$TMP/steady.json" '{"action": "free", "tensor": "conv.param0", "stream": "compute", "start_ms": 6.0, "end_ms": 6.0, "resident_bytes": 1960}' >"$TMP/lost.json"
+expect_run "a parameter freed at the end is lost" 1 --stderr "memplan: verify: schedule[49] free 'conv.param0': 'conv.param0' is lost: freed, and the next iteration expects it on the device from schedule[0] on (parameters, optimizer state and inputs outlive the iteration)" -- \
+	memplan verify "$TMP/lost.json" --iters 1 --warmup 0
+append "$TMP/steady.json" '{"action": "swap_out", "tensor": "fc.param0", "stream": "d2h", "bytes": 800, "start_ms": 6.0, "end_ms": 6.1, "resident_bytes": 1460}' >"$TMP/away.json"
+expect_run "a parameter swapped out and never back in" 1 --stderr "memplan: verify: schedule[49] swap_out 'fc.param0': 'fc.param0' is swapped out and never back in, and the next iteration expects it on the device from schedule[2] on" -- \
+	memplan verify "$TMP/away.json" --iters 1 --warmup 0
+expect_run "the plan itself keeps its weights" 0 --stdout-grep "nothing lost" -- memplan verify "$TMP/steady.json" --iters 1 --warmup 0
+
 done_testing

@@ -10,7 +10,9 @@
  * Plans: the planners' plans of the small examples at budgets that make
  * them swap and recompute, in the arena and in the pool; and, from each,
  * schedules broken on purpose (an action removed, or an allocation moved to
- * offset 0), whose verdicts both backends must give alike.  Then the CUDA
+ * offset 0), whose verdicts both backends must give alike; and plans that
+ * lose a parameter across iterations, caught by both at the action that lost
+ * it.  Then the CUDA
  * backend alone: cudaMallocAsync (--alloc async) and real kernels (the fake
  * cuDNN and cuBLAS) on clean plans, and memplan profile's measurement.
  */
@@ -238,6 +240,120 @@ static void test_conformance(void)
 	CHECK(n_broken >= 40);
 }
 
+/* A copy of src with action a inserted at pos (offset UINT64_MAX), at the
+ * time of the action before it. */
+static void insert_at(const struct mp_plan *src, uint32_t pos, struct mp_action a, struct mp_plan *dst)
+{
+	*dst = *src;
+	dst->sched.a = (struct mp_action *)mp_xmalloc((src->sched.n + 1) * sizeof(*dst->sched.a));
+	dst->offset = (uint64_t *)mp_xmalloc((src->sched.n + 1) * sizeof(*dst->offset));
+	for (uint32_t k = 0, r = 0; k <= src->sched.n; k++) {
+		if (k == pos) {
+			a.start_ms = a.end_ms = pos ? src->sched.a[pos - 1].end_ms : 0;
+			dst->sched.a[k] = a;
+			dst->offset[k] = UINT64_MAX;
+			continue;
+		}
+		dst->sched.a[k] = src->sched.a[r];
+		dst->offset[k] = src->offset[r++];
+	}
+	dst->sched.n++;
+}
+
+static void with(const struct mp_plan *src, struct mp_action a, struct mp_plan *dst)
+{
+	insert_at(src, src->sched.n, a, dst);
+}
+
+/* Iterations run back to back: a persistent tensor the plan loses is caught,
+ * by both backends alike, at the action that lost it. */
+static void test_steady_state(void)
+{
+	struct fix f;
+	struct mp_plan bad;
+	struct mp_action a;
+	struct outcome h;
+	int32_t w;
+	uint32_t first = UINT32_MAX;
+	char want[400];
+
+	if (fix_plan(&f, "examples/chain.json", 64 << 10, MP_PLANNER_GREEDY) < 0) {
+		CHECK(0);
+		return;
+	}
+	w = net_find_tensor(f.net, "conv.param0");
+	CHECK(w >= 0);
+	for (uint32_t i = 0; i < f.p.sched.n && first == UINT32_MAX; i++)
+		if (f.p.sched.a[i].tensor == w && f.p.sched.a[i].kind == MP_ACT_ALLOC)
+			first = i;
+	CHECK(first != UINT32_MAX);
+	memset(&a, 0, sizeof(a));
+	a.op = -1;
+	a.tensor = w;
+	a.algo = -1;
+	a.micro = 1;
+	a.bytes = f.net->tensors[w].bytes;
+
+	/* freed at the end */
+	a.kind = MP_ACT_FREE;
+	with(&f.p, a, &bad);
+	run(&backend_host, &f, &bad, MP_EXEC_ARENA, &h);
+	snprintf(want, sizeof(want), "schedule[%u] free 'conv.param0': 'conv.param0' is lost: freed, and the next iteration "
+		 "expects it on the device from schedule[%u] on (parameters, optimizer state and inputs outlive the iteration)",
+		 bad.sched.n - 1, first);
+	CHECK_STR(h.msg, want);
+	CHECK_U64(h.failed, bad.sched.n - 1);
+	same(&f, &bad, MP_EXEC_ARENA, "conv.param0 freed at the end");
+	same(&f, &bad, MP_EXEC_POOL, "conv.param0 freed at the end");
+	drop_copy(&bad);
+
+	/* swapped out and never back in */
+	a.kind = MP_ACT_SWAP_OUT;
+	with(&f.p, a, &bad);
+	run(&backend_host, &f, &bad, MP_EXEC_ARENA, &h);
+	snprintf(want, sizeof(want), "schedule[%u] swap_out 'conv.param0': 'conv.param0' is swapped out and never back in, "
+		 "and the next iteration expects it on the device from schedule[%u] on", bad.sched.n - 1, first);
+	CHECK_STR(h.msg, want);
+	same(&f, &bad, MP_EXEC_ARENA, "conv.param0 swapped out at the end");
+	drop_copy(&bad);
+
+	/* starting on the host (its first action a swap-in, waited for): it
+	 * must end there */
+	{
+		struct mp_plan host_first;
+		struct mp_action wt = a;
+
+		wt.kind = MP_ACT_WAIT;
+		insert_at(&f.p, first + 1, wt, &host_first);
+		drop_copy(&f.p);
+		f.p.sched.a = host_first.sched.a;
+		f.p.offset = host_first.offset;
+		f.p.sched.n = f.p.sched.cap = host_first.sched.n;
+		f.p.sched.a[first].kind = MP_ACT_SWAP_IN;
+	}
+	a.kind = MP_ACT_SWAP_OUT;
+	with(&f.p, a, &bad); /* swapped out at the end: the steady state */
+	run(&backend_host, &f, &bad, MP_EXEC_ARENA, &h);
+	CHECK_STR(h.msg, "");
+	same(&f, &bad, MP_EXEC_ARENA, "conv.param0 from the host and back");
+	drop_copy(&bad);
+	a.kind = MP_ACT_FREE;
+	with(&f.p, a, &bad);
+	run(&backend_host, &f, &bad, MP_EXEC_ARENA, &h);
+	snprintf(want, sizeof(want), "schedule[%u] free 'conv.param0': 'conv.param0' is lost: freed, and the next iteration "
+		 "swaps it in from the host (schedule[%u]), where its last bytes never went", bad.sched.n - 1, first);
+	CHECK_STR(h.msg, want);
+	same(&f, &bad, MP_EXEC_ARENA, "conv.param0 from the host, then freed");
+	drop_copy(&bad);
+	run(&backend_host, &f, &f.p, MP_EXEC_ARENA, &h);
+	snprintf(want, sizeof(want), "schedule[%d] %s 'conv.param0': 'conv.param0' is still on the device at the end of the "
+		 "iteration, and the next one swaps it in from the host (schedule[%u]): its last swap-out is missing",
+		 first, "swap_in", first);
+	CHECK_STR(h.msg, want);
+	same(&f, &f.p, MP_EXEC_ARENA, "conv.param0 from the host, kept");
+	fix_release(&f);
+}
+
 /* The CUDA backend alone on the fakes: cudaMallocAsync, and real kernels. */
 static void test_cuda_only(void)
 {
@@ -320,6 +436,7 @@ int main(void)
 	uint64_t v0;
 
 	test_conformance();
+	test_steady_state();
 	v0 = fk_violations();
 	fk_print_limit(40);
 	test_cuda_only();
