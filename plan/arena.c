@@ -13,6 +13,12 @@
  * offsets hold for that timeline: an executor must order each write after the
  * release of its bytes' previous occupants (memplan-plan(5), "THE ARENA").
  *
+ * Iterations run back to back (memplan-plan(5), "THE STEADY STATE"): a
+ * persistent tensor that the schedule first allocates and then swaps out and
+ * back in ends the iteration in its last allocation, where the next
+ * iteration's first one must find it.  The two are one item with two
+ * lifetimes, placed at one offset.
+ *
  * Allocations are placed by decreasing size; each goes in the smallest gap
  * (lowest offset on ties) between the allocations already placed that overlap
  * it in time, or above the highest of them.  Offsets are aligned to
@@ -40,13 +46,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One allocation: bytes over the event ranks [s, e). */
+/* One allocation: bytes over the event ranks [s, e) (and [s2, e2): the
+ * last allocation of a persistent tensor, at the same offset; s2 = e2 = 0
+ * when none). */
 struct item {
 	uint64_t bytes;
 	uint32_t s, e;
 	uint32_t act;     /* action index */
-	uint64_t breadth; /* the most bytes live at any event of [s, e) */
+	uint64_t breadth; /* the most bytes live at any event of its ranks */
+	uint32_t s2, e2;
+	uint32_t act2;
 };
+
+static inline bool meets(uint32_t s, uint32_t e, uint32_t s2, uint32_t e2, uint32_t ps, uint32_t pe, uint32_t ps2,
+			 uint32_t pe2)
+{
+	return (ps < e && s < pe) || (s2 < e2 && ps < e2 && s2 < pe) || (ps2 < pe2 && ps2 < e && s < pe2) ||
+	       (s2 < e2 && ps2 < pe2 && ps2 < e2 && s2 < pe2);
+}
 
 struct rng {
 	uint64_t lo, hi;  /* [lo, hi) */
@@ -239,13 +256,15 @@ static void heap_down(struct head *h, uint32_t n, uint32_t i)
  * merge of the O(log m) lists of the nodes that meet [s, e), where each list
  * skips, by binary search, the ranges that end under the union so far.
  */
-static void seg_union(struct segtree *T, uint32_t s, uint32_t e)
+static void seg_union(struct segtree *T, const struct item *it)
 {
 	uint32_t nh = 0;
 
 	T->n_got = 0;
 	T->n_tmp = 0;
-	seg_query(T, 1, 0, T->m, s, e);
+	seg_query(T, 1, 0, T->m, it->s, it->e);
+	if (it->e2 > it->s2)
+		seg_query(T, 1, 0, T->m, it->s2, it->e2);
 	mp_grow((void **)&T->heap, &T->cap_heap, T->n_got + 1, sizeof(*T->heap));
 	for (uint32_t k = 0; k < T->n_got; k++)
 		T->heap[nh++] = (struct head){ T->got[k]->r[0].lo, k, 0 };
@@ -332,6 +351,51 @@ static double event_ms(const struct mp_action *a)
  * The allocations of s with their lifetimes as event ranks.  Returns the
  * number of items (*items malloc'd) and sets *m to the number of ranks.
  */
+/* A persistent tensor first allocated (item f) whose last allocation (item
+ * l, a swap-in) lives to the end of the iteration: l joins f as its second
+ * lifetime.  Items are in action order.  Returns the items left. */
+static uint32_t pin_persistent(const struct mp_net *net, const struct mp_schedule *s, struct item *it, uint32_t n_it,
+			       uint32_t n_ev)
+{
+	int32_t *first = mp_xmalloc((net->n_tensors + 1) * sizeof(*first));
+	int32_t *last = mp_xmalloc((net->n_tensors + 1) * sizeof(*last));
+	uint8_t *gone = mp_xcalloc(n_it + 1, 1);
+	uint32_t w = 0;
+
+	for (uint32_t t = 0; t < net->n_tensors; t++)
+		first[t] = last[t] = -1;
+	for (uint32_t k = 0; k < n_it; k++) {
+		int32_t t = s->a[it[k].act].tensor;
+
+		if (first[t] < 0)
+			first[t] = (int32_t)k;
+		last[t] = (int32_t)k;
+	}
+	for (uint32_t t = 0; t < net->n_tensors; t++) {
+		struct item *f, *l;
+
+		if (first[t] < 0 || first[t] == last[t] || !sched_persistent(&net->tensors[t]))
+			continue;
+		f = &it[first[t]];
+		l = &it[last[t]];
+		if (s->a[f->act].kind != MP_ACT_ALLOC || l->e != n_ev)
+			continue;
+		f->s2 = l->s;
+		f->e2 = l->e;
+		f->act2 = l->act;
+		if (l->bytes > f->bytes)
+			f->bytes = l->bytes;
+		gone[last[t]] = 1;
+	}
+	for (uint32_t k = 0; k < n_it; k++)
+		if (!gone[k])
+			it[w++] = it[k];
+	free(first);
+	free(last);
+	free(gone);
+	return w;
+}
+
 static uint32_t lifetimes(const struct mp_net *net, const struct mp_schedule *s,
 			  struct item **items, uint32_t *m)
 {
@@ -353,7 +417,7 @@ static uint32_t lifetimes(const struct mp_net *net, const struct mp_schedule *s,
 		switch (a->kind) {
 		case MP_ACT_ALLOC:
 		case MP_ACT_SWAP_IN:
-			it[n_it] = (struct item){ alloc_bytes(net, a), 0, UINT32_MAX, i, 0 };
+			it[n_it] = (struct item){ alloc_bytes(net, a), 0, UINT32_MAX, i, 0, 0, 0, 0 };
 			open[a->tensor] = (int32_t)n_it;
 			ev[n_ev++] = (struct event){ event_ms(a), i, n_it++, 1 };
 			break;
@@ -380,6 +444,7 @@ static uint32_t lifetimes(const struct mp_net *net, const struct mp_schedule *s,
 			it[k].e = n_ev;       /* live to the end of the iteration */
 		MP_ASSERT(it[k].s < it[k].e);
 	}
+	n_it = pin_persistent(net, s, it, n_it, n_ev);
 	free(ev);
 	free(open);
 	*items = it;
@@ -391,7 +456,7 @@ static uint32_t lifetimes(const struct mp_net *net, const struct mp_schedule *s,
 static int item_area_cmp(const void *pa, const void *pb)
 {
 	const struct item *a = pa, *b = pb;
-	double x = (double)a->bytes * (a->e - a->s), y = (double)b->bytes * (b->e - b->s);
+	double x = (double)a->bytes * (a->e - a->s + a->e2 - a->s2), y = (double)b->bytes * (b->e - b->s + b->e2 - b->s2);
 
 	if (x != y)
 		return x > y ? -1 : 1;
@@ -420,6 +485,8 @@ static void breadths(struct item *it, uint32_t n_it, uint32_t m)
 	for (uint32_t k = 0; k < n_it; k++) {
 		d[it[k].s] += (int64_t)it[k].bytes;
 		d[it[k].e] -= (int64_t)it[k].bytes;
+		d[it[k].s2] += (int64_t)it[k].bytes;
+		d[it[k].e2] -= (int64_t)it[k].bytes;
 	}
 	for (uint32_t r = 0; r < m; r++) {
 		live += d[r];
@@ -430,14 +497,16 @@ static void breadths(struct item *it, uint32_t n_it, uint32_t m)
 	for (uint32_t k = 0; k < n_it; k++) {
 		uint64_t best = 0;
 
-		for (uint32_t lo = it[k].s + m, hi = it[k].e + m; lo < hi; lo >>= 1, hi >>= 1) {
-			if (lo & 1 && tree[lo] > best)
-				best = tree[lo];
-			if (lo & 1)
-				lo++;
-			if (hi & 1 && tree[hi - 1] > best)
-				best = tree[hi - 1];
-		}
+		for (int two = 0; two < 2; two++)
+			for (uint32_t lo = (two ? it[k].s2 : it[k].s) + m, hi = (two ? it[k].e2 : it[k].e) + m; lo < hi;
+			     lo >>= 1, hi >>= 1) {
+				if (lo & 1 && tree[lo] > best)
+					best = tree[lo];
+				if (lo & 1)
+					lo++;
+				if (hi & 1 && tree[hi - 1] > best)
+					best = tree[hi - 1];
+			}
 		it[k].breadth = best;
 	}
 	free(tree);
@@ -457,7 +526,7 @@ static int item_start_cmp(const void *pa, const void *pb)
 /* A placed allocation, for the scan below. */
 struct placed {
 	uint64_t lo, hi;
-	uint32_t s, e;
+	uint32_t s, e, s2, e2;
 };
 
 /* The best fit for w bytes below and between the ranges [lo, hi) of the
@@ -487,15 +556,19 @@ static uint64_t place_scan(struct placed *pl, const struct item *it, uint32_t n_
 
 	for (uint32_t k = 0; k < n_it; k++) {
 		uint64_t w = it[k].bytes, top = 0, best = UINT64_MAX, best_gap = UINT64_MAX, glo = 0, ghi = 0, off;
-		uint32_t s = it[k].s, e = it[k].e, a, b;
+		uint32_t s = it[k].s, e = it[k].e, s2 = it[k].s2, e2 = it[k].e2, a, b;
 		bool have = false;
 
 		if (w == 0) {
 			off_by_act[it[k].act] = 0;
+			if (e2 > s2)
+				off_by_act[it[k].act2] = 0;
 			continue;
 		}
 		for (uint32_t j = 0; j < n; j++) {
-			if (pl[j].s >= e || s >= pl[j].e)
+			/* the first lifetimes, then (rare) the second ones */
+			if ((pl[j].s >= e || s >= pl[j].e) &&
+			    !((e2 > s2 || pl[j].e2 > pl[j].s2) && meets(s, e, s2, e2, pl[j].s, pl[j].e, pl[j].s2, pl[j].e2)))
 				continue;
 			if (have && pl[j].lo <= ghi) {
 				if (pl[j].hi > ghi)
@@ -517,6 +590,8 @@ static uint64_t place_scan(struct placed *pl, const struct item *it, uint32_t n_
 		off = best != UINT64_MAX ? best : align_up(top);
 		MP_ASSERT(off + w > off);  /* sizes are <= 1 PiB: far from 2^64 */
 		off_by_act[it[k].act] = off;
+		if (e2 > s2)
+			off_by_act[it[k].act2] = off;
 		if (off + w > arena)
 			arena = off + w;
 		/* insert, sorted by offset */
@@ -529,7 +604,7 @@ static uint64_t place_scan(struct placed *pl, const struct item *it, uint32_t n_
 				b = mid;
 		}
 		memmove(pl + a + 1, pl + a, (n - a) * sizeof(*pl));
-		pl[a] = (struct placed){ off, off + w, s, e };
+		pl[a] = (struct placed){ off, off + w, s, e, s2, e2 };
 		n++;
 	}
 	return arena;
@@ -578,9 +653,11 @@ static uint64_t place(struct placer *P, const struct item *it, uint32_t n_it, ui
 
 		if (w == 0) {
 			off_by_act[it[k].act] = 0;
+			if (it[k].e2 > it[k].s2)
+				off_by_act[it[k].act2] = 0;
 			continue;
 		}
-		seg_union(T, it[k].s, it[k].e);
+		seg_union(T, &it[k]);
 		for (uint32_t r = 0; r < T->n_tmp; r++) {
 			/* the gap [top, lo) below this range */
 			gap_fit(top, T->tmp[r].lo, w, &best, &best_gap);
@@ -592,6 +669,10 @@ static uint64_t place(struct placer *P, const struct item *it, uint32_t n_it, ui
 		if (off + w > arena)
 			arena = off + w;
 		seg_insert(T, 1, 0, T->m, it[k].s, it[k].e, off, off + w);
+		if (it[k].e2 > it[k].s2) {
+			off_by_act[it[k].act2] = off;
+			seg_insert(T, 1, 0, T->m, it[k].s2, it[k].e2, off, off + w);
+		}
 	}
 	return arena;
 }
@@ -751,16 +832,25 @@ int plan_check_arena(const struct mp_net *net, const struct mp_plan *p, struct m
 				     (unsigned long long)o, PLAN_ARENA_ALIGN);
 			goto out;
 		}
+		if (it[k].e2 > it[k].s2 && p->offset[it[k].act2] != o) {
+			mp_error_set(err, "schedule[%u].offset: '%s' ends the iteration at %llu, and the next iteration "
+				     "expects it where schedule[%u] allocates it, at %llu (the steady state, memplan-plan(5))",
+				     it[k].act2, net->tensors[s->a[i].tensor].name,
+				     (unsigned long long)p->offset[it[k].act2], i, (unsigned long long)o);
+			goto out;
+		}
 		if (w == 0)
 			continue;
 		if (o + w > high)
 			high = o + w;
-		if (seg_meets(&T, it[k].s, it[k].e, o, o + w)) {
+		if (seg_meets(&T, it[k].s, it[k].e, o, o + w) ||
+		    (it[k].e2 > it[k].s2 && seg_meets(&T, it[k].s2, it[k].e2, o, o + w))) {
 			/* name the other allocation: a linear scan, on failure only */
 			for (uint32_t j = 0; j < k; j++) {
 				uint64_t oj = p->offset[it[j].act], wj = it[j].bytes;
 
-				if (it[j].s < it[k].e && it[k].s < it[j].e && wj && oj < o + w && o < oj + wj) {
+				if (meets(it[k].s, it[k].e, it[k].s2, it[k].e2, it[j].s, it[j].e, it[j].s2, it[j].e2) && wj &&
+				    oj < o + w && o < oj + wj) {
 					mp_error_set(err, "schedule[%u].offset: '%s' at [%llu, %llu) overlaps '%s' "
 						     "(schedule[%u]) at [%llu, %llu) while both are live", i,
 						     net->tensors[s->a[i].tensor].name, (unsigned long long)o,
@@ -772,6 +862,8 @@ int plan_check_arena(const struct mp_net *net, const struct mp_plan *p, struct m
 			MP_ASSERT(0);
 		}
 		seg_insert(&T, 1, 0, T.m, it[k].s, it[k].e, o, o + w);
+		if (it[k].e2 > it[k].s2)
+			seg_insert(&T, 1, 0, T.m, it[k].s2, it[k].e2, o, o + w);
 	}
 	if (high > p->arena_bytes) {
 		mp_error_set(err, "arena.bytes: %llu, but allocations reach %llu",

@@ -426,12 +426,49 @@ static void test_round_trip(void)
 
 /* Plans the planners make (micro-batches, swaps, parameters kept on the
  * host across iterations) survive the file too. */
+/* Persistent tensors first allocated and swapped back in to stay: the pairs
+ * (first allocation, last swap-in) the arena must pin to one offset (the
+ * steady state).  Counts them into *pairs, a last swap-in of one into
+ * *last; returns the pairs at two offsets. */
+static int unpinned(const struct mp_net *net, const struct mp_plan *p, int *pairs, uint32_t *last_in)
+{
+	const struct mp_schedule *s = &p->sched;
+	int bad = 0;
+
+	for (uint32_t t = 0; t < net->n_tensors; t++) {
+		uint32_t first = UINT32_MAX, last = UINT32_MAX;
+		bool live = false;
+
+		if (!sched_persistent(&net->tensors[t]))
+			continue;
+		for (uint32_t i = 0; i < s->n; i++) {
+			if (s->a[i].tensor != (int32_t)t || s->a[i].op >= 0)
+				continue;
+			if (s->a[i].kind == MP_ACT_ALLOC || s->a[i].kind == MP_ACT_SWAP_IN) {
+				if (first == UINT32_MAX)
+					first = i;
+				last = i;
+				live = true;
+			} else if (s->a[i].kind == MP_ACT_FREE || s->a[i].kind == MP_ACT_SWAP_OUT) {
+				live = false;
+			}
+		}
+		if (first == UINT32_MAX || last == first || !live || s->a[first].kind != MP_ACT_ALLOC)
+			continue;
+		(*pairs)++;
+		*last_in = last;
+		bad += p->offset[last] != p->offset[first];
+	}
+	return bad;
+}
+
 static void test_round_trip_planners(void)
 {
 	static const char *const nets[] = { "examples/tiny.json", "examples/residual.json",
 		"examples/alexnet.json" };
 	static const enum mp_ws_mode modes[] = { MP_WS_DYNAMIC, MP_WS_WR, MP_WS_WD };
-	int n = 0, micro = 0, swaps = 0;
+	int n = 0, micro = 0, swaps = 0, pairs = 0, refused = 0;
+	uint32_t moved = 0;
 
 	for (unsigned e = 0; e < sizeof(nets) / sizeof(nets[0]); e++) {
 		struct fix f;
@@ -446,6 +483,7 @@ static void test_round_trip_planners(void)
 			for (unsigned m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
 				struct mp_error err;
 				char name[64];
+				int here;
 
 				f.req.budget_bytes = live / 10 * 7;
 				f.req.ws_mode = modes[m];
@@ -460,10 +498,29 @@ static void test_round_trip_planners(void)
 				}
 				snprintf(name, sizeof(name), "rt-pl-%u-%d-%u.json", e, pl, m);
 				CHECK(round_trip(&f, name) == 0);
+				here = 0;
+				CHECK(unpinned(f.net, &f.p, &here, &moved) == 0);
+				pairs += here;
+				if (here && !refused) {
+					/* moved, the plan is refused */
+					uint64_t keep = f.p.offset[moved];
+
+					f.p.offset[moved] = f.p.arena_bytes + PLAN_ARENA_ALIGN;
+					f.p.arena_bytes += PLAN_ARENA_ALIGN + f.net->tensors[f.p.sched.a[moved].tensor].bytes;
+					CHECK(plan_check_arena(f.net, &f.p, &err) < 0);
+					CHECK(strstr(err.msg, "ends the iteration at") != NULL);
+					printf("  refused: %s\n", err.msg);
+					f.p.offset[moved] = keep;
+					refused = 1;
+				}
 				n++;
 			}
 		fix_release(&f);
 	}
+	printf("  %d persistent tensors swapped out and back in to stay, each where the next iteration finds it\n",
+	       pairs);
+	CHECK(pairs > 0);
+	CHECK(refused);
 	CHECK(n == sizeof(nets) / sizeof(nets[0]) * MP_PLANNER__COUNT * (sizeof(modes) / sizeof(modes[0])));
 	CHECK(micro > 0);
 	CHECK(swaps > 0);
