@@ -144,6 +144,14 @@ struct out_file {
 int out_open(struct out_file *o, const char *path, const char *what);
 int out_commit(struct out_file *o, bool failed);
 void out_abort(struct out_file *o);
+/* A CSV field (RFC 4180): as it is, or quoted with its quotes doubled when
+ * it holds a comma, a quote or a line break. */
+void out_csv_field(FILE *f, const char *s);
+/* Text in an XML document, <, >, & and " escaped. */
+void out_xml_text(FILE *f, const char *s);
+/* Do paths a and b name one file (the same string, or, both existing, the
+ * same inode)?  Refuse an output over an input or over another output. */
+bool out_same_file(const char *a, const char *b);
 /* A net (out_net_json) or JSON (json_dumpf with flags) into path that way. */
 int out_net_file(const char *path, const json_t *root, int real_digits, const char *what);
 int out_json_file(const char *path, const json_t *root, size_t flags, const char *what);

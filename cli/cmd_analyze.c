@@ -154,7 +154,8 @@ static void print_csv(const struct mp_net *net, const struct mp_analysis *a, uin
 				       mp_strategy_name(a->r[i].strategy));
 		printf("\n");
 		for (uint32_t k = 0; k < a->route.n; k++) {
-			printf("%u,%s,%s", k + 1, out_step_phase(net, a, k), net->ops[a->route.op[k]].name);
+			printf("%u,%s,", k + 1, out_step_phase(net, a, k));
+			out_csv_field(stdout, net->ops[a->route.op[k]].name);
 			for (uint32_t i = 0; i < a->n; i++)
 				if (show & (1u << a->r[i].strategy))
 					printf(",%llu,%u", (unsigned long long)a->r[i].sim.steps[k].bytes,
@@ -169,9 +170,10 @@ static void print_csv(const struct mp_net *net, const struct mp_analysis *a, uin
 
 		if (!(show & (1u << r->strategy)))
 			continue;
-		printf("%s,%llu,%u,%s,%u,%.6g,%.6g,%.6g,%.6g,%.6g,%llu,%llu,%u\n", mp_strategy_name(r->strategy),
-		       (unsigned long long)r->sim.peak_bytes, r->sim.peak_step + 1,
-		       op_name(net, r->sim.steps[r->sim.peak_step].op), r->sim.live_at_peak,
+		printf("%s,%llu,%u,", mp_strategy_name(r->strategy), (unsigned long long)r->sim.peak_bytes,
+		       r->sim.peak_step + 1);
+		out_csv_field(stdout, op_name(net, r->sim.steps[r->sim.peak_step].op));
+		printf(",%u,%.6g,%.6g,%.6g,%.6g,%.6g,%llu,%llu,%u\n", r->sim.live_at_peak,
 		       r->sim.time_ms, r->overhead, r->msr, r->eor, r->cbr,
 		       (unsigned long long)r->sim.d2h_bytes, (unsigned long long)r->sim.h2d_bytes,
 		       r->sim.n_recompute);

@@ -195,7 +195,11 @@ static int write_svg(FILE *f, const struct gpu *g, const char *title, struct mp_
 		tmax = 1;
 	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"13\">\n", W, H);
 	fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-	fprintf(f, "<text x=\"%.0f\" y=\"28\" font-size=\"18\" font-weight=\"bold\">Throughput against batch: %s on %s</text>\n", L, title, g->label);
+	fprintf(f, "<text x=\"%.0f\" y=\"28\" font-size=\"18\" font-weight=\"bold\">Throughput against batch: ", L);
+	out_xml_text(f, title);
+	fputs(" on ", f);
+	out_xml_text(f, g->label);
+	fputs("</text>\n", f);
 	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#333\"/>\n", L, T, pw, ph);
 	for (int k = 0; k <= 5; k++) {
 		double y = T + ph * (1 - k / 5.0);

@@ -246,6 +246,11 @@ int cmd_plan(int argc, char **argv)
 	which = pl.which;
 	if (argc - at != 1)
 		return cli_usage_error(&cmd);
+	if (out_path && trace_path && out_same_file(out_path, trace_path))
+		return cli_error(EXIT_BAD_INPUT, "plan: -o and --trace both name '%s'", out_path);
+	if ((out_path && out_same_file(out_path, argv[at])) || (trace_path && out_same_file(trace_path, argv[at])))
+		return cli_error(EXIT_BAD_INPUT, "plan: '%s' is the net it reads: write the plan elsewhere",
+				 out_path && out_same_file(out_path, argv[at]) ? out_path : trace_path);
 	if (device_arg && device_resolve(device_arg, &req.device, &err) < 0)
 		return cli_error(EXIT_BAD_INPUT, "--device: %s", err.msg);
 	if (!(net = cli_load_net_json(argv[at], &net_json)))

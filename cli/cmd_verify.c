@@ -37,6 +37,20 @@ static int parse_real(const char *name, const char *s, int percent, double max, 
 	return 0;
 }
 
+/* A deviation as a percentage: "+0.25%", or in three significant digits
+ * past a million percent ("+4.61e+298%": a time scale of 1e-300), so that a
+ * line stays a line.  sign: a + for positive values. */
+static const char *pct(double dev, bool sign, char *buf, size_t n)
+{
+	double p = 100 * dev;
+
+	if (fabs(p) < 1e6)
+		snprintf(buf, n, sign ? "%+.2f%%" : "%.2f%%", p);
+	else
+		snprintf(buf, n, sign ? "%+.3g%%" : "%.3g%%", p);
+	return buf;
+}
+
 static const char *ratio(const struct mp_exec_pair *x, char *buf, size_t n)
 {
 	if (x->pred > 0)
@@ -262,6 +276,8 @@ int cmd_verify(int argc, char **argv)
 	if (argc - at != 1)
 		return cli_usage_error(&cmd);
 	path = argv[at];
+	if (report && out_same_file(report, path))
+		return cli_error(EXIT_BAD_INPUT, "--report: '%s' is the plan it verifies: write the report elsewhere", report);
 	if (cuda) {
 		struct mp_cuda_probe pr;
 
@@ -341,14 +357,15 @@ int cmd_verify(int argc, char **argv)
 	printf("\n");
 	print_table(&cmp);
 	printf("\n");
-	printf("peak      %llu B measured%s, %llu B predicted (%+.2f%%, tolerance %g%%): %s\n",
+	printf("peak      %llu B measured%s, %llu B predicted (%s, tolerance %g%%): %s\n",
 	       (unsigned long long)res.peak_bytes,
 	       eo.alloc == MP_EXEC_POOL ? " (pool high-water)" : eo.alloc == MP_EXEC_ASYNC ? " (memory pool's reserved high-water)" : "",
-	       (unsigned long long)plan.sim.peak_bytes, 100 * cmp.peak_dev, tol_peak, cmp.peak_ok ? "ok" : "OUTSIDE");
+	       (unsigned long long)plan.sim.peak_bytes, pct(cmp.peak_dev, true, pp, sizeof(pp)), tol_peak,
+	       cmp.peak_ok ? "ok" : "OUTSIDE");
 	if (cmp.time_checked)
-		printf("time      %.3f ms measured, %.3f ms predicted x %g (%+.2f%%, tolerance %g%%): %s\n",
-		       res.time_ms, plan.sim.time_ms * eo.time_scale, eo.time_scale, 100 * cmp.time_dev, tol_time,
-		       cmp.time_ok ? "ok" : "OUTSIDE");
+		printf("time      %.3f ms measured, %.3f ms predicted x %g (%s, tolerance %g%%): %s\n",
+		       res.time_ms, plan.sim.time_ms * eo.time_scale, eo.time_scale, pct(cmp.time_dev, true, pp, sizeof(pp)),
+		       tol_time, cmp.time_ok ? "ok" : "OUTSIDE");
 	else
 		printf("time      %.3f ms measured; the plan predicts no time (untimed net): not checked\n", res.time_ms);
 	if (report) {
@@ -360,13 +377,13 @@ int cmd_verify(int argc, char **argv)
 			rc = wr;
 	}
 	if (!cmp.peak_ok)
-		rc = cli_error(EXIT_NO, "verify: peak %s (%llu B) is %.2f%% %s the predicted %s (tolerance %g%%)",
+		rc = cli_error(EXIT_NO, "verify: peak %s (%llu B) is %s %s the predicted %s (tolerance %g%%)",
 			       mp_fmt_bytes(res.peak_bytes, b1, sizeof(b1)), (unsigned long long)res.peak_bytes,
-			       fabs(100 * cmp.peak_dev), cmp.peak_dev > 0 ? "above" : "below",
+			       pct(fabs(cmp.peak_dev), false, pp, sizeof(pp)), cmp.peak_dev > 0 ? "above" : "below",
 			       mp_fmt_bytes(plan.sim.peak_bytes, b2, sizeof(b2)), tol_peak);
 	if (!cmp.time_ok)
-		rc = cli_error(EXIT_NO, "verify: time %.3f ms is %.2f%% %s the predicted %.3f ms (tolerance %g%%)",
-			       res.time_ms, fabs(100 * cmp.time_dev), cmp.time_dev > 0 ? "above" : "below",
+		rc = cli_error(EXIT_NO, "verify: time %.3f ms is %s %s the predicted %.3f ms (tolerance %g%%)",
+			       res.time_ms, pct(fabs(cmp.time_dev), false, pp, sizeof(pp)), cmp.time_dev > 0 ? "above" : "below",
 			       plan.sim.time_ms * eo.time_scale, tol_time);
 	exec_result_release(&res);
 out:

@@ -175,7 +175,31 @@ const char *out_step_phase(const struct mp_net *net, const struct mp_analysis *a
 	return mp_phase_name(net->ops[a->route.op[step]].phase);
 }
 
-static void xml_text(FILE *f, const char *s)
+void out_csv_field(FILE *f, const char *s)
+{
+	if (!s[strcspn(s, ",\"\r\n")]) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+bool out_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (!strcmp(a, b))
+		return true;
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+void out_xml_text(FILE *f, const char *s)
 {
 	for (; *s; s++) {
 		switch (*s) {
@@ -244,7 +268,7 @@ void out_svg_curves(FILE *f, const struct mp_net *net, const struct mp_analysis 
 	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"13\">\n", W, H, W, H);
 	fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
 	fprintf(f, "<text x=\"%.0f\" y=\"28\" font-size=\"18\" font-weight=\"bold\">Memory per step: ", L);
-	xml_text(f, net->name);
+	out_xml_text(f, net->name);
 	fprintf(f, "</text>\n<text x=\"%.0f\" y=\"46\" fill=\"#555\">%u steps (%u forward, %u backward, %u optimizer); device %s</text>\n",
 		L, n, a->route.n_fwd, a->route.n_bwd, a->route.n_opt, a->device.name);
 	/* grid and left axis */

@@ -3,7 +3,8 @@
 # verify --report, analyze --svg, capacity --svg and gen -o go through a
 # temporary file and a rename.  A write that fails (a full device, a file-size
 # limit) exits 2, says so, leaves no file and no temporary file behind, and
-# leaves a file already there as it was.
+# leaves a file already there as it was.  An output never replaces an input
+# or another output, and names are data: quoted in CSV, escaped in SVG.
 . "$(dirname "$0")/../lib.sh"
 
 memplan plan examples/chain.json --budget 64K -o "$TMP/chain.plan.json" >/dev/null 2>&1 ||
@@ -47,4 +48,23 @@ done <<EOF_CASES
 --svg|capacity examples/tiny.json --gpu 1G --svg OUT
 gen|gen vgg16 --batch 2 -o OUT
 EOF_CASES
+# an output never replaces an input or another output
+memplan plan examples/chain.json --budget 64K -o "$TMP/c.plan.json" >/dev/null 2>&1
+cp examples/tiny.json "$TMP/n.json"
+expect_run "-o and --trace one file" 2 --stderr "memplan: plan: -o and --trace both name '$TMP/x.json'" -- \
+	memplan plan examples/tiny.json --budget 64M -o "$TMP/x.json" --trace "$TMP/x.json"
+expect_run "-o over the net" 2 --stderr "memplan: plan: '$TMP/n.json' is the net it reads: write the plan elsewhere" -- \
+	memplan plan "$TMP/n.json" --budget 64M -o "$TMP/n.json"
+if cmp -s "$TMP/n.json" examples/tiny.json; then ok; else not_ok "the net read is intact"; fi
+expect_run "--report over the plan" 2 --stderr "memplan: --report: '$TMP/../$(basename "$TMP")/c.plan.json' is the plan it verifies: write the report elsewhere" -- \
+	memplan verify "$TMP/c.plan.json" --report "$TMP/../$(basename "$TMP")/c.plan.json"
+
+# names are data: CSV fields quoted (RFC 4180), XML text escaped
+expect_run "csv quotes a field with a comma and a quote" 0 --stdout-grep '^2,forward,"c,o""nv<1>&\.fwd",[0-9]' -- \
+	memplan analyze tests/data/odd-names.json --format csv --steps
+memplan capacity tests/data/odd-names.json --gpu 1G --svg "$TMP/odd.svg" >/dev/null 2>&1
+if grep -q 'Throughput against batch: tiny &lt;odd&gt; &amp; &quot;names&quot; on 1G</text>' "$TMP/odd.svg" &&
+	! grep -q '<odd>' "$TMP/odd.svg"; then ok; else not_ok "capacity --svg escapes its title" "$(grep -o 'Throughput[^/]*' "$TMP/odd.svg")"; fi
+memplan analyze tests/data/odd-names.json --svg "$TMP/odd2.svg" >/dev/null 2>&1
+if ! grep -q '<odd>' "$TMP/odd2.svg"; then ok; else not_ok "analyze --svg escapes the net's name"; fi
 done_testing

@@ -69,4 +69,9 @@ expect_run "a parameter swapped out and never back in" 1 --stderr "memplan: veri
 	memplan verify "$TMP/away.json" --iters 1 --warmup 0
 expect_run "the plan itself keeps its weights" 0 --stdout-grep "nothing lost" -- memplan verify "$TMP/steady.json" --iters 1 --warmup 0
 
+# a deviation past a million percent prints in three significant digits
+expect_run "a vanishing time scale" 1 --stderr-grep "^memplan: verify: time [0-9.]+ ms is [0-9.]+e\\+[0-9]+% above the predicted" -- \
+	memplan verify "$TMP/steady.json" --iters 1 --warmup 0 --time-scale 1e-300
+if [ "$(awk 'length($0) > 200' "$TMP/out" | wc -l)" = 0 ]; then ok; else not_ok "no line runs past 200 characters"; fi
+
 done_testing
