@@ -870,6 +870,13 @@ int plan_check_arena(const struct mp_net *net, const struct mp_plan *p, struct m
 			     (unsigned long long)p->arena_bytes, (unsigned long long)high);
 		goto out;
 	}
+	/* the arena ends where its highest allocation does: more is an edit,
+	 * and an absurd one would make an executor ask for memory in vain */
+	if (high < p->arena_bytes) {
+		mp_error_set(err, "arena.bytes: %llu, but allocations reach only %llu (the arena ends at its highest "
+			     "allocation)", (unsigned long long)p->arena_bytes, (unsigned long long)high);
+		goto out;
+	}
 	rc = 0;
 out:
 	seg_release(&T);

@@ -109,9 +109,10 @@ extern int plan_arena_placer;
 /* Offsets are multiples of this; arena_bytes is the highest end, unrounded. */
 #define PLAN_ARENA_ALIGN 256u
 /* Check p->offset against p->sched's simulated lifetimes: every allocation
- * has an aligned offset, no two live at once share a byte, all end below
- * arena_bytes.  0, or -1 with *err naming the action ("schedule[12].offset:
- * ..."). */
+ * has an aligned offset, no two live at once share a byte, the highest ends
+ * at arena_bytes, and a persistent tensor swapped back in to stay is where
+ * the next iteration allocates it.  0, or -1 with *err naming the action
+ * ("schedule[12].offset: ...") or "arena.bytes". */
 int plan_check_arena(const struct mp_net *net, const struct mp_plan *p, struct mp_error *err);
 
 /* The plan file (memplan-plan(5)). net_json is the net as loaded (embedded

@@ -74,4 +74,9 @@ expect_run "a vanishing time scale" 1 --stderr-grep "^memplan: verify: time [0-9
 	memplan verify "$TMP/steady.json" --iters 1 --warmup 0 --time-scale 1e-300
 if [ "$(awk 'length($0) > 200' "$TMP/out" | wc -l)" = 0 ]; then ok; else not_ok "no line runs past 200 characters"; fi
 
+# an arena edited far past its highest allocation is refused when read
+sed '/"arena": {/,/}/s/"bytes": [0-9]*/"bytes": 1125899906842624/' "$TMP/steady.json" >"$TMP/huge.json"
+expect_run "an arena of 1 PiB" 2 --stderr-grep "^memplan: $TMP/huge.json: arena.bytes: 1125899906842624, but allocations reach only [0-9]+ \(the arena ends at its highest allocation\)$" -- \
+	memplan verify "$TMP/huge.json" --iters 1 --warmup 0
+
 done_testing
