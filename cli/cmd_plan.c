@@ -248,9 +248,12 @@ int cmd_plan(int argc, char **argv)
 		return cli_usage_error(&cmd);
 	if (out_path && trace_path && out_same_file(out_path, trace_path))
 		return cli_error(EXIT_BAD_INPUT, "plan: -o and --trace both name '%s'", out_path);
-	if ((out_path && out_same_file(out_path, argv[at])) || (trace_path && out_same_file(trace_path, argv[at])))
-		return cli_error(EXIT_BAD_INPUT, "plan: '%s' is the net it reads: write the plan elsewhere",
-				 out_path && out_same_file(out_path, argv[at]) ? out_path : trace_path);
+	for (int w = 0; w < 2; w++) {
+		const char *o = w ? trace_path : out_path;
+
+		if (o && out_same_file(o, argv[at]))
+			return cli_error(EXIT_BAD_INPUT, "plan: '%s' is the net it reads: write the plan elsewhere", o);
+	}
 	if (device_arg && device_resolve(device_arg, &req.device, &err) < 0)
 		return cli_error(EXIT_BAD_INPUT, "--device: %s", err.msg);
 	if (!(net = cli_load_net_json(argv[at], &net_json)))

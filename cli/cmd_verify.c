@@ -290,7 +290,7 @@ int cmd_verify(int argc, char **argv)
 		return cli_error(EXIT_BAD_INPUT, "--alloc: async is cudaMallocAsync, for --device cuda (the host backend has arena and pool)");
 	if (plan_read_file(path, &net, &req, &plan, &err) < 0)
 		return cli_error(EXIT_BAD_INPUT, "%s: %s", path, err.msg);
-	run_rc = exec_run(cuda ? "cuda" : "host", net, &req, &plan, &eo, &res, &err);
+	run_rc = replay_run(backend_find(cuda ? "cuda" : "host"), net, &req, &plan, &eo, &res, &err);
 	if (run_rc == EXEC_NO_DEVICE) {
 		rc = cli_error(EXIT_NO_GPU, "verify: no usable CUDA device: %s", err.msg);
 		goto out;

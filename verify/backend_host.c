@@ -184,7 +184,7 @@ struct host;
 
 struct engine {
 	pthread_t th;
-	bool started, to_device;
+	bool to_device;
 	struct job *q;             /* [n], FIFO from head; owned */
 	uint32_t n, head, cap;
 	bool busy;
@@ -196,8 +196,7 @@ struct host {
 	struct replay *R;
 	double ns_per_ms;          /* real ns per model ms */
 	double scale;
-	uint8_t *mem;              /* [mem_bytes] the device arena, owned */
-	uint64_t mem_bytes;
+	uint8_t *mem;              /* [R->mem_bytes] the device arena, owned */
 	uint64_t *slots;           /* [n_slots] checksums */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -544,7 +543,7 @@ static void h_close(struct replay *R)
 		R->t[t].host = NULL;
 	}
 	if (H->mem)
-		munmap(H->mem, H->mem_bytes ? H->mem_bytes : 1);
+		munmap(H->mem, R->mem_bytes ? R->mem_bytes : 1);
 	free(H->slots);
 	for (int e = 0; e < 2; e++)
 		free(H->eng[e].q);
@@ -577,13 +576,12 @@ static int h_open(struct replay *R, struct mp_exec_result *out)
 		replay_dev_error(R, "--alloc async is cudaMallocAsync, a CUDA allocator: the host backend has arena and pool");
 		return -1;
 	}
-	H->mem_bytes = R->mem_bytes;
 	/* what can be touched: the arena, or the pool up to twice the arena */
-	total = R->host_bytes + (R->o.alloc == MP_EXEC_POOL && H->mem_bytes / 2 > R->p->arena_bytes ? 2 * R->p->arena_bytes
-												  : H->mem_bytes);
+	total = R->host_bytes + (R->o.alloc == MP_EXEC_POOL && R->mem_bytes / 2 > R->p->arena_bytes ? 2 * R->p->arena_bytes
+												  : R->mem_bytes);
 	if (pages > 0 && page > 0 && total > (uint64_t)pages / 10 * 8 * (uint64_t)page) {
 		replay_dev_error(R, "the host backend needs %s of host memory (arena %s, swap buffers %s); this host has %s",
-				 mp_fmt_bytes(total, b1, sizeof(b1)), mp_fmt_bytes(H->mem_bytes, b2, sizeof(b2)),
+				 mp_fmt_bytes(total, b1, sizeof(b1)), mp_fmt_bytes(R->mem_bytes, b2, sizeof(b2)),
 				 mp_fmt_bytes(R->host_bytes, b3, sizeof(b3)),
 				 mp_fmt_bytes((uint64_t)pages * (uint64_t)page, b4, sizeof(b4)));
 		return -1;
@@ -596,11 +594,11 @@ static int h_open(struct replay *R, struct mp_exec_result *out)
 		}
 	/* pages are committed as they are touched: a pool as large as the
 	 * budget costs only its high-water mark */
-	H->mem = mmap(NULL, H->mem_bytes ? H->mem_bytes : 1, PROT_READ | PROT_WRITE,
+	H->mem = mmap(NULL, R->mem_bytes ? R->mem_bytes : 1, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (H->mem == MAP_FAILED) {
 		H->mem = NULL;
-		replay_dev_error(R, "cannot map a host arena of %s: %s", mp_fmt_bytes(H->mem_bytes, b1, sizeof(b1)),
+		replay_dev_error(R, "cannot map a host arena of %s: %s", mp_fmt_bytes(R->mem_bytes, b1, sizeof(b1)),
 				 strerror(errno));
 		return -1;
 	}
@@ -620,7 +618,6 @@ static int h_open(struct replay *R, struct mp_exec_result *out)
 			replay_dev_error(R, "cannot start a copy-engine thread: %s", strerror(errno));
 			return -1;
 		}
-		H->eng[e].started = true;
 		H->threads++;
 	}
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);

@@ -163,12 +163,6 @@ struct mp_exec_result {
 int exec_host_run(const struct mp_net *net, const struct mp_plan_req *req, const struct mp_plan *p,
 		  const struct mp_exec_opts *o, struct mp_exec_result *out, struct mp_error *err);
 
-/* Run p on the backend named ("host", "cuda"): exec_host_run or
- * exec_cuda_run; EXEC_NO_BACKEND with *err where this memplan was built
- * without it (backends.c). */
-#define EXEC_NO_BACKEND (-4)
-int exec_run(const char *backend, const struct mp_net *net, const struct mp_plan_req *req, const struct mp_plan *p,
-	     const struct mp_exec_opts *o, struct mp_exec_result *out, struct mp_error *err);
 void exec_result_release(struct mp_exec_result *r);
 
 /* The hash of tensor bytes the executors keep: FNV-1a over 64-bit words in
