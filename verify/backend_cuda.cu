@@ -1150,6 +1150,7 @@ static int c_open(struct replay *R, struct mp_exec_result *out)
 	char b1[32];
 
 	R->ctx = X;
+	R->o.clock = MP_EXEC_WALL; /* events on the GPU's clock */
 	X->R = R;
 	X->out = out;
 	if ((rc = cuda_open_device(&R->err, &prop)) != 0) {

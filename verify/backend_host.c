@@ -4,8 +4,14 @@
  * is a timed wait.  The replay engine (replay.c) issues the schedule; this
  * file runs it.
  *
- * Time: each engine keeps a timeline in model milliseconds anchored to the
- * real clock (real = start + model x time_scale).  An action starts on its
+ * Time: each engine keeps a timeline in model milliseconds.  On the virtual
+ * clock (the default) an action lasts exactly its modelled time there and
+ * nothing sleeps: the threads still do the real work (a copy thread marks a
+ * copy ended only after moving its bytes, and compute blocks on that), but
+ * the timelines, so the order of memory events and the peak, are sim_run's
+ * however fast or slow the host is.  On the wall clock (--clock wall) the
+ * timelines are anchored to the real clock (real = start + model x
+ * time_scale).  An action starts on its
  * timeline when its engine and what it starts after are done (sim_run's
  * rules, on measured times) and lasts its modelled time, or its real work
  * (hashing, filling, copying) if that took longer: an overrun; the thread
@@ -196,6 +202,7 @@ struct host {
 	struct replay *R;
 	double ns_per_ms;          /* real ns per model ms */
 	double scale;
+	bool virt;                 /* --clock virtual: model time only, no sleeping */
 	uint8_t *mem;              /* [R->mem_bytes] the device arena, owned */
 	uint64_t *slots;           /* [n_slots] checksums */
 	pthread_mutex_t mu;
@@ -278,8 +285,8 @@ static void *engine_main(void *arg)
 		if (j.slot >= 0)
 			H->slots[j.slot] = h;
 		work_end = now_ns();
-		end = S + fmax(dur, (double)(work_end - work_start) / H->ns_per_ms);
-		if (!H->abort)
+		end = S + (H->virt ? dur : fmax(dur, (double)(work_end - work_start) / H->ns_per_ms));
+		if (!H->abort && !H->virt)
 			sleep_until(real_at(H, end));
 
 		pthread_mutex_lock(&H->mu);
@@ -422,9 +429,11 @@ static int h_op_end(struct replay *R, uint32_t i, double ms)
 {
 	struct host *H = H_of(R);
 	const int64_t work_end = now_ns();
-	const double start = H->op_start, end = start + fmax(ms, (double)(work_end - H->work_start) / H->ns_per_ms);
+	const double start = H->op_start,
+		     end = start + (H->virt ? ms : fmax(ms, (double)(work_end - H->work_start) / H->ns_per_ms));
 
-	sleep_until(real_at(H, end));
+	if (!H->virt)
+		sleep_until(real_at(H, end));
 	pthread_mutex_lock(&H->mu);
 	H->in_op = false;
 	if (ms > 0)
@@ -571,6 +580,7 @@ static int h_open(struct replay *R, struct mp_exec_result *out)
 	H->R = R;
 	H->slack = prctl(PR_GET_TIMERSLACK, 0UL, 0UL, 0UL, 0UL);
 	H->scale = R->o.time_scale;
+	H->virt = R->o.clock == MP_EXEC_VIRTUAL;
 	H->ns_per_ms = R->o.time_scale * 1e6;
 	if (R->o.alloc == MP_EXEC_ASYNC) {
 		replay_dev_error(R, "--alloc async is cudaMallocAsync, a CUDA allocator: the host backend has arena and pool");

@@ -47,6 +47,18 @@ enum mp_exec_compute { MP_EXEC_REAL, MP_EXEC_TIMED };
 const char *mp_exec_compute_name(enum mp_exec_compute c);
 int mp_exec_compute_parse(const char *s); /* -1 */
 
+/* The host backend's clock (memplan-verify(1) --clock).  VIRTUAL: every
+ * action lasts exactly its modelled time on its engine's timeline, whatever
+ * the host's real work took, and nothing sleeps: the timelines, so the order
+ * of memory events and the measured peak, are sim_run's on any host; the
+ * threads still move and check every byte, and compute still blocks until a
+ * copy it waits for has really ended.  WALL: the timelines are anchored to the
+ * real clock, actions sleep out their scaled time and work slower than the
+ * model stretches them (an overrun).  The CUDA backend always runs on the
+ * GPU's clock. */
+enum mp_exec_clock { MP_EXEC_VIRTUAL, MP_EXEC_WALL };
+const char *mp_exec_clock_name(enum mp_exec_clock c);
+
 struct mp_exec_opts {
 	enum mp_exec_alloc alloc;
 	enum mp_exec_compute compute;
@@ -54,8 +66,9 @@ struct mp_exec_opts {
 	uint32_t warmup;          /* iterations run first and not measured */
 	double time_scale;        /* wall time per modelled time, > 0 (1: real time) */
 	uint64_t pool_bytes;      /* pool capacity; 0: the larger of the budget and the arena */
+	enum mp_exec_clock clock; /* the host backend's; ignored by the CUDA backend */
 };
-void exec_opts_default(struct mp_exec_opts *o); /* arena, 5 iterations, 1 warm-up, scale 1 */
+void exec_opts_default(struct mp_exec_opts *o); /* arena, 5 iterations, 1 warm-up, scale 1, virtual */
 
 /* One action as the median measured iteration ran it.  Times are wall
  * milliseconds from the iteration's start on the action's engine timeline
@@ -100,6 +113,7 @@ struct mp_exec_cuda {
 
 struct mp_exec_result {
 	enum mp_exec_alloc alloc;
+	enum mp_exec_clock clock; /* the clock the backend ran on */
 	double time_scale;
 	uint32_t iters, warmup;
 	double *iter_ms;          /* [iters] wall time of each measured iteration, owned */
@@ -150,7 +164,9 @@ struct mp_exec_result {
  * two copy threads move swapped tensors between the arena and host buffers,
  * each throttled to req->device's bandwidth and latency.  Each engine keeps a
  * timeline: an action starts when its engine and what it depends on are done
- * (sim_run's rules, on measured times) and lasts its scaled time, or its real
+ * (sim_run's rules).  On o->clock MP_EXEC_VIRTUAL it lasts exactly its scaled
+ * time and nothing sleeps, so the timelines and the peak are sim_run's on any
+ * host.  On MP_EXEC_WALL it lasts its scaled time in real time, or its real
  * work if that took longer (an overrun), so host timer jitter does not add up
  * while slow real work shows; without overruns the timelines are sim_run's.
  *
@@ -198,9 +214,11 @@ struct mp_exec_cmp {
 	double peak_dev, time_dev;    /* measured / predicted - 1 */
 	bool peak_ok, time_ok;
 	bool time_checked;            /* false when the prediction is 0 ms */
+	bool time_judged;             /* false: time is information (tol_time < 0), always ok */
 };
 
-/* Compare r with p's simulation; tolerances are fractions. */
+/* Compare r with p's simulation; tolerances are fractions.  A negative
+ * tol_time reports the time without judging it (the host backend's default). */
 void exec_compare(const struct mp_net *net, const struct mp_plan *p, const struct mp_exec_result *r,
 		  double tol_peak, double tol_time, struct mp_exec_cmp *out);
 

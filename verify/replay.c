@@ -69,6 +69,11 @@ const char *mp_exec_compute_name(enum mp_exec_compute c)
 	return c == MP_EXEC_REAL ? "real" : c == MP_EXEC_TIMED ? "timed" : "?";
 }
 
+const char *mp_exec_clock_name(enum mp_exec_clock c)
+{
+	return c == MP_EXEC_VIRTUAL ? "virtual" : c == MP_EXEC_WALL ? "wall" : "?";
+}
+
 int mp_exec_compute_parse(const char *s)
 {
 	return !strcmp(s, "real") ? MP_EXEC_REAL : !strcmp(s, "timed") ? MP_EXEC_TIMED : -1;
@@ -81,6 +86,7 @@ void exec_opts_default(struct mp_exec_opts *o)
 	o->iters = 5;
 	o->warmup = 1;
 	o->time_scale = 1.0;
+	o->clock = MP_EXEC_VIRTUAL;
 }
 
 void exec_result_release(struct mp_exec_result *r)
@@ -1156,6 +1162,7 @@ static void take_median(const struct replay *R, struct rp_iter *recs, struct mp_
 			med = k;
 	free(w);
 	out->alloc = o->alloc;
+	out->clock = o->clock;
 	out->time_scale = o->time_scale;
 	out->iters = o->iters;
 	out->warmup = o->warmup;

@@ -133,7 +133,8 @@ void exec_compare(const struct mp_net *net, const struct mp_plan *p, const struc
 	out->peak_ok = fabs(out->peak_dev) <= tol_peak + 1e-12;
 	out->time_checked = T->time_ms.pred > 0;
 	out->time_dev = dev(T->time_ms.meas, T->time_ms.pred);
-	out->time_ok = !out->time_checked || fabs(out->time_dev) <= tol_time + 1e-12;
+	out->time_judged = out->time_checked && tol_time >= 0;
+	out->time_ok = !out->time_judged || fabs(out->time_dev) <= tol_time + 1e-12;
 	free(ph);
 }
 
@@ -204,13 +205,14 @@ json_t *exec_report_json(const struct mp_net *net, const struct mp_plan *p,
 	json_object_set_new(root, "net", json_string(net->name ? net->name : ""));
 	json_object_set_new(root, "planner", json_string(mp_planner_name(p->planner)));
 	json_object_set_new(root, "alloc", json_string(mp_exec_alloc_name(r->alloc)));
+	json_object_set_new(root, "clock", json_string(mp_exec_clock_name(r->clock)));
 	json_object_set_new(root, "time_scale", json_real(r->time_scale));
 	json_object_set_new(root, "iterations", json_integer(r->iters));
 	json_object_set_new(root, "warmup", json_integer(r->warmup));
 	json_object_set_new(root, "ok", json_boolean(c->peak_ok && c->time_ok));
 	o = json_object();
 	json_object_set_new(o, "peak", json_real(c->tol_peak));
-	json_object_set_new(o, "time", json_real(c->tol_time));
+	json_object_set_new(o, "time", c->time_judged ? json_real(c->tol_time) : json_null());
 	json_object_set_new(root, "tolerance", o);
 	o = json_object();
 	json_object_set_new(o, "deviation", isfinite(c->peak_dev) ? json_real(c->peak_dev) : json_null());
@@ -219,6 +221,7 @@ json_t *exec_report_json(const struct mp_net *net, const struct mp_plan *p,
 	o = json_object();
 	json_object_set_new(o, "deviation", c->time_checked && isfinite(c->time_dev) ? json_real(c->time_dev) : json_null());
 	json_object_set_new(o, "checked", json_boolean(c->time_checked));
+	json_object_set_new(o, "judged", json_boolean(c->time_judged));
 	json_object_set_new(o, "ok", json_boolean(c->time_ok));
 	json_object_set_new(root, "time", o);
 	json_object_set_new(root, "total", row_json(&c->row[EXEC_ROW_TOTAL]));
