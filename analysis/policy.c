@@ -85,6 +85,7 @@ static void build_baseline(const struct mp_net *net, const struct mp_route *r,
 		sched_push(out, MP_ACT_ALLOC, -1, (int32_t)t, net->tensors[t].bytes);
 	for (uint32_t i = 0; i < r->n; i++)
 		sched_push(out, MP_ACT_COMPUTE, r->op[i], -1, 0);
+	sched_close(net, out);
 }
 
 static uint32_t checkpoint_swaps(const struct mp_net *net, const struct mp_policy_opts *o,

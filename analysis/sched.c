@@ -174,6 +174,27 @@ static void swap_index_release(struct swap_index *x)
 	free(x->list);
 }
 
+void sched_close(const struct mp_net *net, struct mp_schedule *s)
+{
+	uint8_t *on = mp_xcalloc(net->n_tensors ? net->n_tensors : 1, 1);
+	const uint32_t n = s->n;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct mp_action *a = &s->a[i];
+
+		if (a->tensor < 0)
+			continue;
+		if (a->kind == MP_ACT_ALLOC || a->kind == MP_ACT_SWAP_IN)
+			on[a->tensor] = 1;
+		else if (a->kind == MP_ACT_FREE || a->kind == MP_ACT_SWAP_OUT)
+			on[a->tensor] = 0;
+	}
+	for (uint32_t t = 0; t < net->n_tensors; t++)
+		if (on[t] && !sched_persistent(&net->tensors[t]))
+			sched_push(s, MP_ACT_FREE, -1, (int32_t)t, 0);
+	free(on);
+}
+
 void sched_emit(const struct mp_net *net, const struct mp_entry *e, uint32_t n_e,
 		const struct mp_swap *swaps, uint32_t n_swaps, struct mp_schedule *out)
 {
@@ -195,7 +216,8 @@ void sched_emit(const struct mp_net *net, const struct mp_entry *e, uint32_t n_e
 	for (uint32_t s = 0; s < n_swaps; s++)
 		if (swaps[s].out_after == MP_SWAP_NONE)
 			host_start[swaps[s].tensor] = 1;
-	/* persistent tensors and parameter gradients nobody reads stay resident */
+	/* persistent tensors and parameter gradients nobody reads stay resident
+	 * (the latter to the end of the iteration: sched_close) */
 	for (uint32_t t = 0; t < nt; t++)
 		keep[t] = net->tensors[t].kind == MP_TK_PARAM_GRAD || sched_persistent(&net->tensors[t]);
 	for (uint32_t o = 0; o < net->n_ops; o++)
@@ -293,6 +315,7 @@ void sched_emit(const struct mp_net *net, const struct mp_entry *e, uint32_t n_e
 			resident[t] = 0;
 		}
 	}
+	sched_close(net, out);
 	free(later);
 	free(resident);
 	free(written);

@@ -52,6 +52,16 @@ void sched_release(struct mp_schedule *s);
 void sched_push(struct mp_schedule *s, enum mp_act_kind kind, int32_t op,
 		int32_t tensor, uint64_t bytes);
 
+/*
+ * The steady state (memplan-plan(5)): append to s a free of every tensor that
+ * is not persistent (sched_persistent) and is still on the device after s's
+ * last action, so that an iteration gives back everything it made and the
+ * next one, which makes them again, does not leak them.  Parameter gradients
+ * nobody reads (a net without optimizer ops: they are its result) go here.
+ * O(actions + tensors).
+ */
+void sched_close(const struct mp_net *net, struct mp_schedule *s);
+
 /* Tensors resident for the whole iteration: parameters, optimizer state and
  * inputs no op writes.  (Inline: the emitter and simulator ask per use.) */
 static inline bool sched_persistent(const struct mp_tensor *t)

@@ -337,6 +337,21 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 			}
 		goto out;
 	}
+	/* the steady state: what the iteration made, it gives back, or the
+	 * next iteration (which makes it again) leaks it */
+	for (uint32_t t = 0; t < nt; t++)
+		if (st[t] != ST_ABSENT && !sched_persistent(&net->tensors[t])) {
+			uint32_t i = s->n;
+
+			while (i-- > 0 && s->a[i].tensor != (int32_t)t)
+				;
+			mp_error_set(err, "schedule[%u] %s: %s at the end of the iteration, and the next one makes it "
+				     "again: a leak on every iteration (%s)", i, act_label(net, &s->a[i], lab, sizeof(lab)),
+				     st[t] == ST_HOST ? "swapped out and never back in: its host copy outlives it"
+						      : "still on the device",
+				     st[t] == ST_HOST ? "free it instead of swapping it out" : "free it after its last reader");
+			goto out;
+		}
 	out->n_steps = step;
 	out->time_ms = fmax(tc, fmax(th, td));
 	/* merge the three sorted streams; attribute each event to the step whose

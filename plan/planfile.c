@@ -33,16 +33,54 @@ static const char *act_stream(enum mp_act_kind k)
 }
 
 /*
- * The SHA-256 of v serialized canonically (compact, keys sorted, ASCII
- * only), as 64 lowercase hex digits.  0, or -1 if v cannot be serialized.
+ * v with every real that holds a whole number of at most 2^53 in magnitude
+ * made an integer, a new reference: 1.0, 1 and 1e0 are one value, however a
+ * tool (jq, an editor's formatter) chose to spell it.
+ */
+static json_t *json_canonical(json_t *v)
+{
+	json_t *c, *x;
+	const char *k;
+	size_t i;
+	double d;
+
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		c = json_object();
+		json_object_foreach(v, k, x)
+			json_object_set_new(c, k, json_canonical(x));
+		return c;
+	case JSON_ARRAY:
+		c = json_array();
+		json_array_foreach(v, i, x)
+			json_array_append_new(c, json_canonical(x));
+		return c;
+	case JSON_REAL:
+		d = json_real_value(v);
+		if (d == floor(d) && fabs(d) <= 9007199254740992.0)
+			return json_integer((json_int_t)d);
+		return json_incref(v);
+	default:
+		return json_incref(v);
+	}
+}
+
+/*
+ * The SHA-256 of v's values serialized canonically (json_canonical; compact,
+ * keys sorted, ASCII only), as 64 lowercase hex digits: reformatting a plan
+ * (jq ., an editor) keeps its digest, changing a value does not.  0, or -1
+ * if v cannot be serialized.
  */
 static int json_sha256_hex(const json_t *v, char hex[65])
 {
 	static const char digits[] = "0123456789abcdef";
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
-	char *s = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+	json_t *c = json_canonical((json_t *)v);
+	char *s = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
 	int ok;
+
+	json_decref(c);
 
 	if (!s)
 		return -1;

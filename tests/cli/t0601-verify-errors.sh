@@ -73,6 +73,26 @@ append "$TMP/steady.json" '{"action": "swap_out", "tensor": "fc.param0", "stream
 expect_run "a parameter swapped out and never back in" 1 --stderr "memplan: verify: schedule[49] swap_out 'fc.param0': 'fc.param0' is swapped out and never back in, and the next iteration expects it on the device from schedule[2] on" -- \
 	memplan verify "$TMP/away.json" --iters 1 --warmup 0
 expect_run "the plan itself keeps its weights" 0 --stdout-grep "nothing lost" -- memplan verify "$TMP/steady.json" --iters 1 --warmup 0
+# ... and gives back everything else: an activation kept to the end leaks on
+# every iteration, refused by the reader
+awk '/^  \{$/ { blk = $0; inblk = 1; next }
+     inblk { blk = blk "\n" $0; if ($0 ~ /^  \},?$/) { inblk = 0;
+             if (!(blk ~ /"action": "free"/ && blk ~ /"tensor": "fc.out"/)) print blk }; next }
+     { print }' "$TMP/steady.json" >"$TMP/leak.json"
+expect_run "an activation kept to the end leaks" 2 --stderr-grep "^memplan: $TMP/leak.json: schedule\[[0-9]+\] alloc 'fc.out': still on the device at the end of the iteration, and the next one makes it again: a leak on every iteration \(free it after its last reader\)$" -- \
+	memplan verify "$TMP/leak.json" --iters 1 --warmup 0
+expect_run "... refused before anything runs" 0 -- test ! -s "$TMP/out"
+
+# the digest covers the net's values, not their spelling: 1.0 written as 1
+# (what jq does) keeps it; a changed value does not
+sed 's/\([0-9]\)\.0\(,\{0,1\}\)$/\1\2/' "$TMP/steady.json" >"$TMP/respelled.json"
+expect_run "respelled numbers differ" 1 -- cmp -s "$TMP/steady.json" "$TMP/respelled.json"
+expect_run "respelled numbers keep the digest" 0 --stdout-grep "nothing lost" -- \
+	memplan verify "$TMP/respelled.json" --iters 1 --warmup 0
+sed '0,/"bytes": 1000,/s//"bytes": 1004,/' "$TMP/steady.json" >"$TMP/revalued.json"
+expect_run "a changed value breaks it" 2 \
+	--stderr "memplan: $TMP/revalued.json: net_sha256: does not match the embedded net (edited by hand?)" -- \
+	memplan verify "$TMP/revalued.json" --iters 1 --warmup 0
 
 # a deviation past a million percent prints in three significant digits
 expect_run "a vanishing time scale" 1 --stderr-grep "^memplan: verify: time [0-9.]+ ms is [0-9.]+e\\+[0-9]+% above the predicted" -- \

@@ -91,6 +91,8 @@ static void toy_link(struct mp_device *d)
  * Build a schedule from lines "verb name": alloc, free, swap_out, swap_in and
  * wait name a tensor, compute and recompute an op ("compute conv@1" picks
  * algorithm 1).  alloc reserves the tensor's bytes unless "alloc t=BYTES".
+ * "close" ends the iteration as the schedulers do (sched_close): a free of
+ * everything not persistent still on the device.
  */
 static int build(const struct mp_net *net, struct mp_schedule *s, const char *const *lines)
 {
@@ -101,6 +103,10 @@ static int build(const struct mp_net *net, struct mp_schedule *s, const char *co
 		unsigned long long bytes = 0;
 		const char *eq, *at;
 
+		if (!strcmp(*lines, "close")) {
+			sched_close(net, s);
+			continue;
+		}
 		if (sscanf(*lines, "%31s %63s", verb, name) != 2)
 			return -1;
 		eq = strchr(name, '=');
@@ -376,12 +382,35 @@ static void test_rejects(const struct mp_net *net)
 	sched_release(&s);
 
 	{
+		/* the steady state: d kept to the end leaks on every iteration,
+		 * and so does c3 left on the host */
+		static const char *const kept[] = {
+			"alloc a", "compute p", "alloc b", "compute q", "alloc c1", "compute r1", "free b",
+			"alloc c2", "compute r2", "free c1", "alloc c3", "compute r3", "free c2",
+			"alloc d", "compute s", "free a", "free c3", NULL };
+		static const char *const on_host[] = {
+			"alloc a", "compute p", "alloc b", "compute q", "alloc c1", "compute r1", "free b",
+			"alloc c2", "compute r2", "free c1", "alloc c3", "compute r3", "free c2",
+			"alloc d", "compute s", "free a", "swap_out c3", "free d", NULL };
+
+		CHECK(simulate(net, kept, &s, &sim, &err) < 0);
+		CHECK_STR(err.msg, "schedule[13] alloc 'd': still on the device at the end of the iteration, and the next "
+			  "one makes it again: a leak on every iteration (free it after its last reader)");
+		sched_release(&s);
+		CHECK(simulate(net, on_host, &s, &sim, &err) < 0);
+		CHECK_STR(err.msg, "schedule[16] swap_out 'c3': swapped out and never back in: its host copy outlives it "
+			  "at the end of the iteration, and the next one makes it again: a leak on every iteration (free "
+			  "it instead of swapping it out)");
+		sched_release(&s);
+	}
+
+	{
 		/* a freed tensor allocated again and read before anything writes
 		 * it: resident, but it holds nothing (what an in-place re-run on a
 		 * fresh buffer did) */
 		static const char *const unwritten_b[] = {
 			"alloc a", "compute p", "alloc b", "compute q", "free b", "alloc b", "alloc c1",
-			"compute r1", NULL };
+			"compute r1", "close", NULL };
 
 		CHECK(simulate(net, unwritten_b, &s, &sim, &err) < 0);
 		CHECK_STR(err.msg, "schedule[7] compute 'r1': reads 'b', which nothing has written since its allocation");
@@ -398,7 +427,7 @@ static void test_recompute_ok(const struct mp_net *net)
 	static const char *const lines[] = {
 		"alloc a", "compute p", "alloc b", "compute q", "recompute p",
 		"alloc c1", "compute r1", "alloc c2", "compute r2", "alloc c3", "compute r3",
-		"alloc d", "compute s", NULL };
+		"alloc d", "compute s", "close", NULL };
 	struct mp_schedule s;
 	struct mp_sim sim;
 	struct mp_error err;
@@ -430,11 +459,11 @@ static void test_free_order(const struct mp_net *net)
 	static const char *const b_first[] = {
 		"alloc a", "compute p", "alloc b", "compute q", "alloc c1", "compute r1",
 		"alloc c2", "compute r2", "free b", "free c1", "alloc c3", "compute r3",
-		"alloc d", "compute s", NULL };
+		"alloc d", "compute s", "close", NULL };
 	static const char *const c1_first[] = {
 		"alloc a", "compute p", "alloc b", "compute q", "alloc c1", "compute r1",
 		"alloc c2", "compute r2", "free c1", "free b", "alloc c3", "compute r3",
-		"alloc d", "compute s", NULL };
+		"alloc d", "compute s", "close", NULL };
 	struct mp_schedule s;
 	struct mp_sim sim;
 	struct mp_error err;
@@ -469,13 +498,13 @@ static void test_free_order(const struct mp_net *net)
 static void test_workspace(void)
 {
 	static const char *const dflt[] = {
-		"alloc x", "alloc y", "alloc conv.ws", "compute conv", "free conv.ws", NULL };
+		"alloc x", "alloc y", "alloc conv.ws", "compute conv", "free conv.ws", "close", NULL };
 	static const char *const fast[] = {
-		"alloc x", "alloc y", "alloc conv.ws=8000", "compute conv@0", "free conv.ws", NULL };
+		"alloc x", "alloc y", "alloc conv.ws=8000", "compute conv@0", "free conv.ws", "close", NULL };
 	static const char *const gemm[] = {
-		"alloc x", "alloc y", "compute conv@1", NULL };
+		"alloc x", "alloc y", "compute conv@1", "close", NULL };
 	static const char *const short_ws[] = {
-		"alloc x", "alloc y", "alloc conv.ws", "compute conv@0", NULL };
+		"alloc x", "alloc y", "alloc conv.ws", "compute conv@0", "close", NULL };
 	struct mp_net *net = load(ws_json);
 	struct mp_schedule s;
 	struct mp_sim sim;
@@ -532,20 +561,20 @@ static void test_versions(void)
 	 * refused when it re-runs, and accepted once u re-runs too */
 	static const char *const stale[] = {
 		"alloc x", "alloc a", "compute p", "compute u", "alloc b", "compute v", "free a",
-		"alloc a", "recompute p", "recompute v", NULL };
+		"alloc a", "recompute p", "recompute v", "close", NULL };
 	static const char *const rebuilt[] = {
 		"alloc x", "alloc a", "compute p", "compute u", "alloc b", "compute v", "free a",
 		"alloc a", "recompute p", "recompute u", "recompute v",
-		"alloc gr", "compute g1", "compute g2", "alloc d", "compute h", NULL };
+		"alloc gr", "compute g1", "compute g2", "alloc d", "compute h", "close", NULL };
 	/* g2 adds to what g1 wrote: freeing it between loses g1's part; a
 	 * swap-out and back keeps it */
 	static const char *const lost[] = {
 		"alloc x", "alloc a", "compute p", "compute u", "alloc b", "compute v",
-		"alloc gr", "compute g1", "free gr", "alloc gr", "compute g2", NULL };
+		"alloc gr", "compute g1", "free gr", "alloc gr", "compute g2", "close", NULL };
 	static const char *const kept[] = {
 		"alloc x", "alloc a", "compute p", "compute u", "alloc b", "compute v",
 		"alloc gr", "compute g1", "swap_out gr", "swap_in gr", "wait gr", "compute g2",
-		"alloc d", "compute h", NULL };
+		"alloc d", "compute h", "close", NULL };
 	struct mp_net *net = load(ver_json);
 	struct mp_schedule s;
 	struct mp_sim sim;
