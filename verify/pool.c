@@ -69,6 +69,44 @@ uint64_t pool_alloc(struct mp_pool *p, uint64_t bytes)
 	return UINT64_MAX;
 }
 
+int pool_take(struct mp_pool *p, uint64_t off, uint64_t bytes)
+{
+	uint64_t n = pool_blocks(bytes), at = off / POOL_BLOCK_BYTES;
+
+	if (n == 0)
+		return 0;
+	if (off % POOL_BLOCK_BYTES)
+		return -1;
+	for (uint32_t k = 0; k < p->n_free; k++) {
+		struct pool_run *r = &p->free[k];
+
+		if (r->at > at || r->at + r->n < at + n)
+			continue;
+		/* split r into what lies before and after the taken blocks */
+		if (r->at < at && r->at + r->n > at + n) {
+			mp_grow((void **)&p->free, &p->cap_free, p->n_free + 1, sizeof(*p->free));
+			r = &p->free[k];
+			memmove(r + 2, r + 1, (p->n_free - k - 1) * sizeof(*r));
+			r[1] = (struct pool_run){ at + n, r->at + r->n - (at + n) };
+			r->n = at - r->at;
+			p->n_free++;
+		} else if (r->at < at) {
+			r->n = at - r->at;
+		} else if (r->at + r->n > at + n) {
+			r->n -= at + n - r->at;
+			r->at = at + n;
+		} else {
+			memmove(r, r + 1, (p->n_free - k - 1) * sizeof(*r));
+			p->n_free--;
+		}
+		p->used_blocks += n;
+		if (at + n > p->high_blocks)
+			p->high_blocks = at + n;
+		return 0;
+	}
+	return -1;
+}
+
 void pool_free(struct mp_pool *p, uint64_t off, uint64_t bytes)
 {
 	uint64_t n = pool_blocks(bytes), at = off / POOL_BLOCK_BYTES;

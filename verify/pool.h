@@ -44,6 +44,11 @@ uint64_t pool_blocks(uint64_t bytes);
  * get offset 0.  O(free runs). */
 uint64_t pool_alloc(struct mp_pool *p, uint64_t bytes);
 
+/* Take the blocks of an allocation of bytes at byte offset off (block
+ * aligned), where something kept across a pool_reset already lies: 0, or -1
+ * (nothing taken) when they are not all free.  O(free runs). */
+int pool_take(struct mp_pool *p, uint64_t off, uint64_t bytes);
+
 /* Return the run at byte offset off of an allocation of bytes.  O(free runs). */
 void pool_free(struct mp_pool *p, uint64_t off, uint64_t bytes);
 

@@ -261,6 +261,17 @@ static int place(struct replay *R, uint32_t i, uint64_t bytes)
 			R->arena_high = end;
 		break;
 	case MP_EXEC_POOL:
+		/* a persistent tensor the last iteration left on the device is still
+		 * in the pool where it was (iteration_reset kept its blocks) */
+		if (R->t[R->s->a[i].tensor].carry && R->s->a[i].kind == MP_ACT_ALLOC) {
+			struct rp_tensor *T = &R->t[R->s->a[i].tensor];
+
+			if (T->carry_bytes == bytes) {
+				off = T->carry_off;
+				break;
+			}
+			pool_free(&R->pool, T->carry_off, T->carry_bytes); /* resized: a new place */
+		}
 		off = pool_alloc(&R->pool, bytes);
 		if (off == UINT64_MAX) {
 			replay_fail(R, i, "%s", pool_refusal(&R->pool, bytes, why, sizeof(why)));
@@ -822,8 +833,18 @@ static void iteration_reset(struct replay *R)
 		if (!T->carry)
 			T->expect = ver_none();
 	}
-	if (R->o.alloc == MP_EXEC_POOL)
+	if (R->o.alloc == MP_EXEC_POOL) {
+		/* the pool is emptied but for the persistent tensors the last
+		 * iteration left on the device: they stay where they are, as on a
+		 * device, and carry their bytes into this iteration */
 		pool_reset(&R->pool);
+		for (uint32_t t = 0; t < R->net->n_tensors; t++)
+			if (R->t[t].carry) {
+				int rc = pool_take(&R->pool, R->t[t].carry_off, R->t[t].carry_bytes);
+
+				MP_ASSERT(rc == 0); /* live together at the end: disjoint */
+			}
+	}
 }
 
 /*

@@ -212,6 +212,22 @@ static void test_pool(void)
 	CHECK_U64(p.used_blocks, 0);
 	CHECK_U64(p.high_blocks, 10);          /* the high-water mark stays */
 	CHECK_U64(pool_largest_free(&p), 10 * 1024);
+	/* taking given blocks back after a reset (what the last iteration left):
+	 * inside a run (it splits), at a run's start, at its end, a whole run */
+	CHECK(pool_take(&p, 4096, 2048) == 0); /* blocks 4-5: runs 0-3, 6-9 */
+	CHECK_U64(p.n_free, 2);
+	CHECK_U64(p.used_blocks, 2);
+	CHECK(pool_take(&p, 4096, 1) < 0);     /* taken */
+	CHECK(pool_take(&p, 3072, 2048) < 0);  /* block 4 is taken */
+	CHECK(pool_take(&p, 100, 10) < 0);     /* not block aligned */
+	CHECK(pool_take(&p, 0, 1024) == 0);    /* block 0: run 1-3 */
+	CHECK(pool_take(&p, 9 * 1024, 1) == 0); /* block 9: run 6-8 */
+	CHECK(pool_take(&p, 6 * 1024, 3 * 1024) == 0); /* 6-8: run 1-3 alone */
+	CHECK_U64(p.n_free, 1);
+	CHECK_U64(pool_alloc(&p, 3 * 1024), 1024);
+	CHECK_U64(p.n_free, 0);
+	CHECK_U64(p.used_blocks, 10);
+	CHECK(pool_take(&p, 0, 0) == 0);       /* zero bytes take nothing */
 	pool_release(&p);
 }
 
