@@ -62,6 +62,8 @@ int jget_object(const json_t *v, const char *path, struct mp_error *err)
 int jget_string(const json_t *v, const char *path, const char **out,
 		struct mp_error *err)
 {
+	long at;
+
 	if (!json_is_string(v)) {
 		mp_error_set(err, "%s: expected a string, got %s", path, jget_type(v));
 		return -1;
@@ -72,6 +74,13 @@ int jget_string(const json_t *v, const char *path, const char **out,
 	}
 	if (strlen(json_string_value(v)) != json_string_length(v)) {
 		mp_error_set(err, "%s: string contains a NUL character", path);
+		return -1;
+	}
+	if ((at = mp_find_control(json_string_value(v))) >= 0) {
+		const unsigned char *u = (const unsigned char *)json_string_value(v) + at;
+
+		mp_error_set(err, "%s: control character U+%04X at byte %ld (names and keywords reach terminals and reports)",
+			     path, u[0] == 0xc2 ? u[1] : u[0], at);
 		return -1;
 	}
 	*out = json_string_value(v);

@@ -749,6 +749,14 @@ static int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 	if ((v = json_object_get(obj, "time"))) {
 		if (parse_time_obj(L, v, jget_path(p, sizeof(p), path, "time"), s->ms, true) < 0)
 			return -1;
+		if (s->type == MP_L_DATA && s->ms[1] > 0) {
+			mp_error_set(L->err, "%s.time.bwd: a data layer has no backward pass (nothing to differentiate)", path);
+			return -1;
+		}
+		if (s->n_params == 0 && s->ms[2] > 0) {
+			mp_error_set(L->err, "%s.time.update: the layer has no parameters, so the optimizer never updates it (give \"params\" or drop the time)", path);
+			return -1;
+		}
 		s->timed = true;
 	}
 	if ((v = json_object_get(obj, "workspace")) &&
@@ -1102,6 +1110,80 @@ static int layer_geometry(struct loader *L, uint32_t idx)
 		return geometry_given(L, idx);
 	geometry_infer(L, idx);
 	return 0;
+}
+
+/* Does an input of shape a broadcast to b (NumPy rules: trailing dimensions
+ * equal, or 1 in a)? */
+static bool broadcasts(const struct mp_shape *a, const struct mp_shape *b)
+{
+	if (a->nd > b->nd)
+		return false;
+	for (unsigned k = 1; k <= a->nd; k++)
+		if (a->d[a->nd - k] != 1 && a->d[a->nd - k] != b->d[b->nd - k])
+			return false;
+	return true;
+}
+
+/* Does every input of a concat, and its output, have a shape?  Then an
+ * output smaller than its inputs is a concat of crops or slices that the
+ * shapes state (U-Net's copy and crop, one state out of an RNN step's
+ * packed ones); without shapes nothing says so. */
+static bool concat_shaped(const struct loader *L, uint32_t idx)
+{
+	const struct lspec *s = &L->ls[idx];
+
+	if (!L->net->layers[idx].shape.nd)
+		return false;
+	for (uint32_t k = 0; k < s->n_inputs; k++)
+		if (!L->net->layers[s->inputs[k]].shape.nd)
+			return false;
+	return true;
+}
+
+/* Sizes that an add or a concat layer fixes: every input of an add is the
+ * output's size (or broadcasts to its shape); a concat's output holds its
+ * inputs, no more and no less, or crops of them (concat_shaped).  In bytes
+ * where every dtype is the output's (a size given in bytes need not be a
+ * whole number of elements), else in elements. */
+static int check_sizes(struct loader *L, uint32_t idx)
+{
+	const struct lspec *s = &L->ls[idx];
+	const struct mp_layer *ly = &L->net->layers[idx];
+	bool bytes = true;
+	uint64_t sum = 0, out;
+	const char *unit;
+
+	if (s->type != MP_L_ADD && s->type != MP_L_CONCAT)
+		return 0;
+	for (uint32_t k = 0; k < s->n_inputs; k++)
+		if (L->ls[s->inputs[k]].dtype != s->dtype)
+			bytes = false;
+	out = bytes ? s->out_bytes : s->elems;
+	unit = bytes ? "bytes" : "elements";
+	for (uint32_t k = 0; k < s->n_inputs; k++) {
+		const struct lspec *in = &L->ls[s->inputs[k]];
+		const struct mp_layer *il = &L->net->layers[s->inputs[k]];
+		uint64_t size = bytes ? in->out_bytes : in->elems;
+
+		sum += size;
+		if (s->type != MP_L_ADD || size == out)
+			continue;
+		if (il->shape.nd && ly->shape.nd && broadcasts(&il->shape, &ly->shape))
+			continue;
+		mp_error_set(L->err, "layers[%u].inputs[%u]: '%s' has %llu %s, but the add '%s' makes %llu%s",
+			     idx, k, in->name, (unsigned long long)size, unit, s->name, (unsigned long long)out,
+			     il->shape.nd && ly->shape.nd ? " and its shape does not broadcast to the output's"
+							  : " (give both shapes for a broadcasting add)");
+		return -1;
+	}
+	if (s->type != MP_L_CONCAT || sum == out)
+		return 0;
+	if (sum > out && concat_shaped(L, idx))
+		return 0;
+	mp_error_set(L->err, "layers[%u]: the concat '%s' makes %llu %s, but its inputs hold %llu%s",
+		     idx, s->name, (unsigned long long)out, unit, (unsigned long long)sum,
+		     sum < out ? "" : " (for a concat of crops or slices, give the shapes of the output and of every input)");
+	return -1;
 }
 
 static int lspec_algo_ws(const struct lspec *s)
@@ -1568,8 +1650,10 @@ static int parse_tensors(struct loader *L, json_t *arr)
 	return 0;
 }
 
+/* A list of tensor names into l (deduplicated); unique: a name given twice
+ * is an error (an op writes each output once). */
 static int parse_tensor_list(struct loader *L, json_t *v, const char *path,
-			     struct idlist *l)
+			     struct idlist *l, bool unique)
 {
 	char p[300];
 	size_t i;
@@ -1590,7 +1674,15 @@ static int parse_tensor_list(struct loader *L, json_t *v, const char *path,
 			mp_error_set(L->err, "%s: no tensor named '%s'", p, nm);
 			return -1;
 		}
-		idl_add_at(l, id, (uint32_t)i);
+		if (!idl_add_at(l, id, (uint32_t)i) && unique) {
+			uint32_t first = 0;
+
+			while (l->v[first] != id)
+				first++;
+			mp_error_set(L->err, "%s: '%s' is listed twice (also at [%u]); an op writes each output once",
+				     p, nm, l->pos[first]);
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -1660,13 +1752,13 @@ static int parse_ops(struct loader *L, json_t *arr)
 			type = (enum mp_layer_type)t;
 		}
 		if ((v = json_object_get(obj, "inputs")) &&
-		    parse_tensor_list(L, v, jget_path(p, sizeof(p), path, "inputs"), &in) < 0)
+		    parse_tensor_list(L, v, jget_path(p, sizeof(p), path, "inputs"), &in, false) < 0)
 			goto out;
 		if (!(v = json_object_get(obj, "outputs"))) {
 			mp_error_set(L->err, "%s: missing \"outputs\"", path);
 			goto out;
 		}
-		if (parse_tensor_list(L, v, jget_path(p, sizeof(p), path, "outputs"), &out) < 0)
+		if (parse_tensor_list(L, v, jget_path(p, sizeof(p), path, "outputs"), &out, true) < 0)
 			goto out;
 		if (out.n == 0) {
 			mp_error_set(L->err, "%s.outputs: an op writes at least one tensor", path);
@@ -1836,6 +1928,9 @@ static int parse_layers(struct loader *L, json_t *arr)
 	/* after every layer's shape is known: inputs may come later in the file */
 	for (uint32_t k = 0; k < n; k++)
 		if (layer_geometry(L, k) < 0)
+			return -1;
+	for (uint32_t k = 0; k < n; k++)
+		if (check_sizes(L, k) < 0)
 			return -1;
 	for (uint32_t k = 0; k < n; k++)
 		for (uint32_t j = 0; j < L->ls[k].n_inputs; j++)

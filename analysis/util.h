@@ -62,6 +62,10 @@ int mp_parse_size(const char *s, uint64_t *out, struct mp_error *err);
 /* Format bytes for people: "886.4 MiB", "12.0 GiB", "512 B".  buf >= 32. */
 const char *mp_fmt_bytes(uint64_t bytes, char *buf, size_t n);
 
+/* The offset of the first control character in s (C0, DEL, or a UTF-8
+ * encoded C1), or -1.  Names must not hold one: they reach terminals. */
+long mp_find_control(const char *s);
+
 /* The median of v[0..n), n >= 1: v is sorted in place (ascending). */
 double mp_median(double *v, uint32_t n);
 

@@ -1287,7 +1287,7 @@ static void gen_seq2seq(struct zb *b, uint32_t batch, uint32_t seq, uint32_t lay
 			snprintf(nm, sizeof(nm), "l%u", l);
 			dec[l] = lstm_cell(b, n, in, l ? H : 2 * H, B, H, first, nm);
 		}
-		zt_dims(&q, 2, B, H, 0, 0);
+		zt_dims(&q, 3, B, 1, H, 0); /* expanded over the T keys: broadcasts */
 		q = fc_rows(b, &dec[layers - 1], B, H, H, first, false, &q, "query");
 		s = add2(b, &keys, &q, "score_add");
 		s = act(b, &s, "tanh", false, "score_tanh");

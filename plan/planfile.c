@@ -789,6 +789,10 @@ int plan_read_file(const char *path, struct mp_net **net_out, struct mp_plan_req
 			mp_error_set(err, "note: expected a string, got %s", jget_type(v));
 			goto fail;
 		}
+		if (mp_find_control(json_string_value(v)) >= 0) {
+			mp_error_set(err, "note: holds a control character (a note is one printable line)");
+			goto fail;
+		}
 		snprintf(p_out->note, sizeof(p_out->note), "%s", json_string_value(v));
 	}
 	if (member(root, "", "prediction", &v, err) < 0 || read_prediction(v, p_out, err) < 0)

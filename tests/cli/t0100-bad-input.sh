@@ -111,9 +111,24 @@ bad inputs-unknown "layers[2].inputs[0]: no layer named 'conv9'" analyze
 bad inputs-self "layers[2].inputs[0]: layer 'relu1' reads itself"
 bad inputs-on-data 'layers[0].inputs: a data layer takes no inputs'
 # Found: names from the file were printed raw, so a newline in a name split
-# the message and forged a second "memplan:" line; control characters are
-# escaped as JSON writes them.
-bad inputs-name-newline "layers[2].inputs[0]: no layer named 'fc1\\nmemplan: all good'"
+# the message and forged a second "memplan:" line.  Names reach tables,
+# CSV, SVG and reports too, so a string memplan reads may not hold a control
+# character at all (C0, DEL, or C1 in UTF-8); the message still escapes it.
+bad inputs-name-newline 'layers[2].inputs[0]: control character U+000A at byte 3 (names and keywords reach terminals and reports)'
+bad name-escape 'layers[2].name: control character U+001B at byte 5 (names and keywords reach terminals and reports)'
+bad name-c1 'layers[1].name: control character U+009B at byte 2 (names and keywords reach terminals and reports)'
+bad tensor-name-control 'tensors[1].name: control character U+000A at byte 1 (names and keywords reach terminals and reports)'
+# Found: nets that contradict themselves were accepted (issue 12).
+bad add-bytes-differ "layers[2].inputs[1]: 'fc1' has 512 bytes, but the add 'sum' makes 1024 (give both shapes for a broadcasting add)"
+bad add-dtypes-differ "layers[2].inputs[1]: 'fc1' has 128 elements, but the add 'sum' makes 256 and its shape does not broadcast to the output's"
+bad add-no-broadcast "layers[2].inputs[1]: 'fc1' has 512 bytes, but the add 'sum' makes 1024 and its shape does not broadcast to the output's"
+bad concat-smaller "layers[2]: the concat 'cat' makes 1024 bytes, but its inputs hold 2048 (for a concat of crops or slices, give the shapes of the output and of every input)"
+bad concat-larger "layers[2]: the concat 'cat' makes 3072 bytes, but its inputs hold 2048"
+bad time-bwd-data 'layers[0].time.bwd: a data layer has no backward pass (nothing to differentiate)'
+bad time-update-no-params 'layers[2].time.update: the layer has no parameters, so the optimizer never updates it (give "params" or drop the time)'
+bad op-output-twice "ops[0].outputs[1]: 'h' is listed twice (also at [0]); an op writes each output once"
+# what add and concat do allow: a broadcasting add, a concat of stated crops
+expect_run "check sizes-ok" 0 --stdout-grep "valid memplan-net/1 'sizes-ok'" -- memplan check tests/data/sizes-ok.json
 bad cycle-2 "layers[1].inputs[1]: cycle: 'fc1' depends on itself through 'relu1'"
 bad cycle-2 "layers[1].inputs[1]: cycle: 'fc1' depends on itself through 'relu1'" analyze
 bad cycle-3 "layers[1].inputs[0]: cycle: 'fc1' depends on itself through 'loss'"

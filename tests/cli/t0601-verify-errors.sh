@@ -20,6 +20,11 @@ expect_run "truncated plan" 2 --stderr-grep "^memplan: $TMP/trunc.json: line 1, 
 sed '0,/"offset": [1-9][0-9]*,/s//"offset": 0,/' "$TMP/p.json" >"$TMP/overlap.json"
 expect_run "overlapping offsets" 2 --stderr-grep "^memplan: $TMP/overlap.json: schedule\[[0-9]+\]\.offset: '[^']+' at \[0, [0-9]+\) overlaps '[^']+'" -- \
 	memplan verify "$TMP/overlap.json"
+# a note that would write escape sequences to whoever prints it
+sed 's/"note": "/"note": "\\u001b[2Kforged /' "$TMP/p.json" >"$TMP/note.json"
+expect_run "control character in the note" 2 \
+	--stderr "memplan: $TMP/note.json: note: holds a control character (a note is one printable line)" -- \
+	memplan verify "$TMP/note.json"
 
 expect_run "iters 0" 2 --stderr "memplan: --iters: expected a whole number from 1 to 100000, got '0'" -- \
 	memplan verify "$TMP/p.json" --iters 0

@@ -500,7 +500,7 @@ static void test_accumulate(void)
  * What runs timed, and why: a conv whose shapes fit no geometry (a
  * transposed 2x2 up-convolution, 8 -> 16), outputs and inputs given as
  * bytes, a "saves" override, dropout in place, dtypes, pool dilation,
- * concat and add shape mismatches, the optimizer.
+ * a concat of crops and a broadcasting add, the optimizer.
  */
 static const char timed_json[] =
 	"{'format': 'memplan-net/1', 'name': 'timed', 'optimizer': 'sgd', 'layers': ["
@@ -513,8 +513,9 @@ static const char timed_json[] =
 	" {'name': 'i8', 'type': 'relu', 'inputs': ['dp'], 'shape': [2, 4, 16, 16], 'dtype': 'int8'},"
 	" {'name': 'h', 'type': 'relu', 'inputs': ['dp'], 'shape': [2, 4, 16, 16], 'dtype': 'float16'},"
 	" {'name': 'pd', 'type': 'pool', 'inputs': ['dp'], 'shape': [2, 4, 7, 7], 'kernel': 2, 'dilation': 2},"
-	" {'name': 'cc', 'type': 'concat', 'inputs': ['dp', 'dp'], 'shape': [2, 9, 16, 16]},"
-	" {'name': 'ad', 'type': 'add', 'inputs': ['dp', 'pd'], 'shape': [2, 4, 16, 16]},"
+	" {'name': 'cc', 'type': 'concat', 'inputs': ['dp', 'dp'], 'shape': [2, 7, 16, 16]},"
+	" {'name': 'gp', 'type': 'pool', 'inputs': ['dp'], 'shape': [2, 4, 1, 1], 'mode': 'avg'},"
+	" {'name': 'ad', 'type': 'add', 'inputs': ['dp', 'gp'], 'shape': [2, 4, 16, 16]},"
 	" {'name': 'sq', 'type': 'fc', 'inputs': ['dp'], 'shape': [2, 5], 'params': [[5, 7]]}]}";
 
 static void test_timed(void)

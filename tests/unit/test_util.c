@@ -39,6 +39,15 @@ int main(void)
 	CHECK(mp_parse_size("12X", &v, &err) < 0);
 	CHECK_STR(err.msg, "'12X': unknown unit 'x' (use B, K, M, G, T or P; all powers of 1024)");
 
+	/* control characters: C0, DEL and UTF-8 encoded C1, not other UTF-8 */
+	CHECK(mp_find_control("conv1.out") == -1);
+	CHECK(mp_find_control("") == -1);
+	CHECK(mp_find_control("a\nb") == 1);
+	CHECK(mp_find_control("\tx") == 0);
+	CHECK(mp_find_control("ab\x7f") == 2);
+	CHECK(mp_find_control("x\xc2\x9b[31m") == 1);    /* U+009B, CSI */
+	CHECK(mp_find_control("\xc2\xb5s") == -1);       /* U+00B5, micro sign */
+	CHECK(mp_find_control("\xc3\xa9\x1b") == 2);     /* e-acute, then ESC */
 	CHECK_STR(mp_fmt_bytes(0, buf, sizeof(buf)), "0 B");
 	CHECK_STR(mp_fmt_bytes(1023, buf, sizeof(buf)), "1023 B");
 	CHECK_STR(mp_fmt_bytes(1024, buf, sizeof(buf)), "1.0 KiB");
