@@ -1124,19 +1124,24 @@ static bool broadcasts(const struct mp_shape *a, const struct mp_shape *b)
 	return true;
 }
 
-/* Does every input of a concat, and its output, have a shape?  Then an
- * output smaller than its inputs is a concat of crops or slices that the
- * shapes state (U-Net's copy and crop, one state out of an RNN step's
- * packed ones); without shapes nothing says so. */
+/* Do every input of a concat and its output have a shape, with one batch
+ * (first dimension)?  Then an output smaller than its inputs is a concat of
+ * crops or slices of each sample that the shapes state (U-Net's copy and
+ * crop, one state out of an RNN step's packed ones); without shapes nothing
+ * says so. */
 static bool concat_shaped(const struct loader *L, uint32_t idx)
 {
 	const struct lspec *s = &L->ls[idx];
+	const struct mp_shape *o = &L->net->layers[idx].shape;
 
-	if (!L->net->layers[idx].shape.nd)
+	if (!o->nd)
 		return false;
-	for (uint32_t k = 0; k < s->n_inputs; k++)
-		if (!L->net->layers[s->inputs[k]].shape.nd)
+	for (uint32_t k = 0; k < s->n_inputs; k++) {
+		const struct mp_shape *in = &L->net->layers[s->inputs[k]].shape;
+
+		if (!in->nd || in->d[0] != o->d[0])
 			return false;
+	}
 	return true;
 }
 
@@ -1165,7 +1170,10 @@ static int check_sizes(struct loader *L, uint32_t idx)
 		const struct mp_layer *il = &L->net->layers[s->inputs[k]];
 		uint64_t size = bytes ? in->out_bytes : in->elems;
 
-		sum += size;
+		if (mp_add_u64(sum, size, &sum) < 0) {
+			mp_error_set(L->err, "layers[%u]: the inputs of '%s' hold more than 2^64 %s", idx, s->name, unit);
+			return -1;
+		}
 		if (s->type != MP_L_ADD || size == out)
 			continue;
 		if (il->shape.nd && ly->shape.nd && broadcasts(&il->shape, &ly->shape))
@@ -1182,7 +1190,7 @@ static int check_sizes(struct loader *L, uint32_t idx)
 		return 0;
 	mp_error_set(L->err, "layers[%u]: the concat '%s' makes %llu %s, but its inputs hold %llu%s",
 		     idx, s->name, (unsigned long long)out, unit, (unsigned long long)sum,
-		     sum < out ? "" : " (for a concat of crops or slices, give the shapes of the output and of every input)");
+		     sum < out ? "" : " (for a concat of crops or slices, give the shapes of the output and of every input, with one batch)");
 	return -1;
 }
 
@@ -1998,8 +2006,6 @@ static bool op_reads_tensor(const struct mp_op *op, int32_t t)
 	return false;
 }
 
-/* Producers, resident-at-start tensors (parameters, optimizer state, and
- * inputs no op writes except in place), and reads of never-written tensors. */
 /* Kinds resident for the whole iteration, and across iterations, whatever
  * writes them: parameters, optimizer state, and gradients kept as .grad. */
 static bool resident_kind(const struct mp_net *net, enum mp_tensor_kind k)
@@ -2007,6 +2013,8 @@ static bool resident_kind(const struct mp_net *net, enum mp_tensor_kind k)
 	return k == MP_TK_PARAM || k == MP_TK_OPT_STATE || (k == MP_TK_PARAM_GRAD && net->grads_keep);
 }
 
+/* Producers, resident-at-start tensors (resident_kind, and inputs no op
+ * writes except in place), and reads of never-written tensors. */
 static int finish(struct loader *L)
 {
 	struct mp_net *net = L->net;
@@ -2129,10 +2137,13 @@ struct mp_net *net_load_json(json_t *root, struct mp_error *err)
 	}
 	if ((v = json_object_get(root, "device"))) {
 		if (json_is_string(v)) {
-			const struct mp_device *d = device_find(json_string_value(v));
+			const struct mp_device *d;
 
+			if (jget_string(v, "device", &s, err) < 0)
+				goto fail;
+			d = device_find(s);
 			if (!d) {
-				mp_error_set(err, "device: unknown device '%s' (see 'memplan devices')", json_string_value(v));
+				mp_error_set(err, "device: unknown device '%s' (see 'memplan devices')", s);
 				goto fail;
 			}
 			net->device = *d;

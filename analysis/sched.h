@@ -62,8 +62,10 @@ void sched_push(struct mp_schedule *s, enum mp_act_kind kind, int32_t op,
  */
 void sched_close(const struct mp_net *net, struct mp_schedule *s);
 
-/* Tensors resident for the whole iteration: parameters, optimizer state and
- * inputs no op writes.  (Inline: the emitter and simulator ask per use.) */
+/* Tensors resident for the whole iteration and across iterations:
+ * parameters, optimizer state, parameter gradients under "grads": "keep" (the
+ * loader leaves their producer -1) and inputs no op writes.  (Inline: the
+ * emitter and simulator ask per use.) */
 static inline bool sched_persistent(const struct mp_tensor *t)
 {
 	return t->kind == MP_TK_PARAM || t->kind == MP_TK_OPT_STATE ||

@@ -290,6 +290,12 @@ int cmd_verify(int argc, char **argv)
 		if (!backend_find("cuda"))
 			return cli_error(EXIT_NO_GPU, "verify: this memplan was built without the CUDA backend");
 	}
+	/* on the virtual clock every action lasts its modelled time: a time to
+	 * judge is the host's wall clock's */
+	if (!cuda && tol_time >= 0 && clock == MP_EXEC_VIRTUAL)
+		return cli_error(EXIT_BAD_INPUT, "--tolerance-time: the virtual clock gives every action its modelled time, so there is no time to judge (--clock wall)");
+	if (!cuda && tol_time >= 0 && clock < 0)
+		clock = MP_EXEC_WALL;
 	if (clock >= 0)
 		eo.clock = (enum mp_exec_clock)clock;
 	/* the host does not run at the GPU's speed: its time is judged only

@@ -25,6 +25,8 @@ int cli_error(int status, const char *fmt, ...)
 			fputs("\\t", stderr);
 		else if (*p < 0x20 || *p == 0x7f)
 			fprintf(stderr, "\\x%02x", *p);
+		else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) /* C1, as UTF-8 */
+			fprintf(stderr, "\\u%04x", *++p);
 		else
 			fputc(*p, stderr);
 	}

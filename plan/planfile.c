@@ -33,9 +33,9 @@ static const char *act_stream(enum mp_act_kind k)
 }
 
 /*
- * v with every real that holds a whole number of at most 2^53 in magnitude
- * made an integer, a new reference: 1.0, 1 and 1e0 are one value, however a
- * tool (jq, an editor's formatter) chose to spell it.
+ * v with every real that holds a whole number below 2^63 in magnitude made an
+ * integer, a new reference: 1.0, 1 and 1e0 are one value, however a tool (jq,
+ * an editor's formatter) chose to spell it.
  */
 static json_t *json_canonical(json_t *v)
 {
@@ -57,7 +57,7 @@ static json_t *json_canonical(json_t *v)
 		return c;
 	case JSON_REAL:
 		d = json_real_value(v);
-		if (d == floor(d) && fabs(d) <= 9007199254740992.0)
+		if (d == floor(d) && fabs(d) < 9223372036854775808.0)
 			return json_integer((json_int_t)d);
 		return json_incref(v);
 	default:
@@ -68,15 +68,17 @@ static json_t *json_canonical(json_t *v)
 /*
  * The SHA-256 of v's values serialized canonically (json_canonical; compact,
  * keys sorted, ASCII only), as 64 lowercase hex digits: reformatting a plan
- * (jq ., an editor) keeps its digest, changing a value does not.  0, or -1
- * if v cannot be serialized.
+ * (jq ., an editor) keeps its digest, changing a value does not.  Without
+ * canonical, of v as it is: the digest of plans memplan wrote before it
+ * canonicalised, which the reader still accepts.  0, or -1 if v cannot be
+ * serialized.
  */
-static int json_sha256_hex(const json_t *v, char hex[65])
+static int json_sha256_hex(const json_t *v, bool canonical, char hex[65])
 {
 	static const char digits[] = "0123456789abcdef";
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
-	json_t *c = json_canonical((json_t *)v);
+	json_t *c = canonical ? json_canonical((json_t *)v) : json_incref((json_t *)v);
 	char *s = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
 	int ok;
 
@@ -227,7 +229,7 @@ json_t *plan_to_json(const struct mp_net *net, json_t *net_json, const struct mp
 		plan_assign_arena(net, &tmp);
 		pa = &tmp;
 	}
-	MP_ASSERT(json_sha256_hex(net_json, hex) == 0);
+	MP_ASSERT(json_sha256_hex(net_json, true, hex) == 0);
 	json_object_set_new(root, "format", json_string(PLAN_FORMAT));
 	json_object_set_new(root, "planner", json_string(mp_planner_name(p->planner)));
 	json_object_set_new(root, "budget_bytes", json_integer((json_int_t)req->budget_bytes));
@@ -770,11 +772,11 @@ int plan_read_file(const char *path, struct mp_net **net_out, struct mp_plan_req
 		mp_error_set(err, "net_sha256: expected 64 hexadecimal digits");
 		goto fail;
 	}
-	if (json_sha256_hex(net_json, hex) < 0) {
+	if (json_sha256_hex(net_json, true, hex) < 0) {
 		mp_error_set(err, "net: cannot be serialized to check its digest");
 		goto fail;
 	}
-	if (strcasecmp(s, hex)) {
+	if (strcasecmp(s, hex) && (json_sha256_hex(net_json, false, hex) < 0 || strcasecmp(s, hex))) {
 		mp_error_set(err, "net_sha256: does not match the embedded net (edited by hand?)");
 		goto fail;
 	}
@@ -785,15 +787,9 @@ int plan_read_file(const char *path, struct mp_net **net_out, struct mp_plan_req
 	if (read_request(root, req_out, &p_out->planner, err) < 0)
 		goto fail;
 	if ((v = json_object_get(root, "note"))) {
-		if (!json_is_string(v)) {
-			mp_error_set(err, "note: expected a string, got %s", jget_type(v));
+		if (jget_string(v, "note", &s, err) < 0)
 			goto fail;
-		}
-		if (mp_find_control(json_string_value(v)) >= 0) {
-			mp_error_set(err, "note: holds a control character (a note is one printable line)");
-			goto fail;
-		}
-		snprintf(p_out->note, sizeof(p_out->note), "%s", json_string_value(v));
+		snprintf(p_out->note, sizeof(p_out->note), "%s", s);
 	}
 	if (member(root, "", "prediction", &v, err) < 0 || read_prediction(v, p_out, err) < 0)
 		goto fail;

@@ -187,16 +187,19 @@ static uint32_t layer_params(const struct mp_net *net, int32_t l, int32_t *p, ui
 	return n;
 }
 
-/* Their gradients, in the same order (the backward op writes them). */
+/* Their gradients, in the same order (the backward op writes them): .grad,
+ * or under "grads": "keep" the new gradient L.accumulate adds into it (the
+ * only gradient of layer l that l's own backward writes). */
 static uint32_t layer_param_grads(const struct mp_net *net, const struct mp_op *op, int32_t l,
 				  int32_t *g, uint32_t cap)
 {
+	enum mp_tensor_kind kind = net->grads_keep ? MP_TK_GRADIENT : MP_TK_PARAM_GRAD;
 	uint32_t n = 0;
 
 	for (uint32_t i = 0; i < op->n_out && n < cap; i++) {
 		const struct mp_tensor *t = &net->tensors[op->out[i]];
 
-		if (t->kind == MP_TK_PARAM_GRAD && t->layer == l)
+		if (t->kind == kind && t->layer == l)
 			g[n++] = op->out[i];
 	}
 	return n;
@@ -471,6 +474,8 @@ static const char *kop_decide(const struct mp_net *net, int32_t o, struct mp_kop
 	k->dtype = ly->dtype;
 	if (op->phase == MP_PHASE_OPT)
 		return "an optimizer update";
+	if (op->phase == MP_PHASE_BWD && op->type != ly->type)
+		return "a gradient accumulation (\"grads\": \"keep\")"; /* L.accumulate */
 	k->type = by_layer[ly->type].kop;
 	if (k->type == KOP_TIMED)
 		return by_layer[ly->type].why;

@@ -878,7 +878,14 @@ static int steady_state(struct replay *R)
 					    "from the host (schedule[%d]), where its last bytes never went", what, f);
 			return -1;
 		}
-		if (R->s->a[f].kind != MP_ACT_ALLOC || live)
+		if (R->s->a[f].kind != MP_ACT_ALLOC)
+			continue;
+		if (T->ls == RP_IN) {
+			replay_fail(R, (uint32_t)T->cur, "'%s' is swapped in and never waited for, and the next iteration "
+				    "expects it on the device from schedule[%d] on (wait for its swap-in)", what, f);
+			return -1;
+		}
+		if (live)
 			continue;
 		/* it starts the next iteration on the device */
 		if (T->ls == RP_OUT)

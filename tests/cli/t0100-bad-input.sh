@@ -117,12 +117,23 @@ bad inputs-on-data 'layers[0].inputs: a data layer takes no inputs'
 bad inputs-name-newline 'layers[2].inputs[0]: control character U+000A at byte 3 (names and keywords reach terminals and reports)'
 bad name-escape 'layers[2].name: control character U+001B at byte 5 (names and keywords reach terminals and reports)'
 bad name-c1 'layers[1].name: control character U+009B at byte 2 (names and keywords reach terminals and reports)'
+bad device-control 'device: control character U+009B at byte 4 (names and keywords reach terminals and reports)'
+# a string echoed in a message has its C1 controls escaped too
+printf '{"format": "memplan-net/1\\u009b2J", "layers": []}' >"$TMP/fmt.json"
+expect_run "C1 in an echoed format" 2 --stdout empty \
+	--stderr "memplan: $TMP/fmt.json: format: expected \"memplan-net/1\", got \"memplan-net/1\\u009b2J\"" -- memplan check "$TMP/fmt.json"
 bad tensor-name-control 'tensors[1].name: control character U+000A at byte 1 (names and keywords reach terminals and reports)'
 # Found: nets that contradict themselves were accepted (issue 12).
 bad add-bytes-differ "layers[2].inputs[1]: 'fc1' has 512 bytes, but the add 'sum' makes 1024 (give both shapes for a broadcasting add)"
 bad add-dtypes-differ "layers[2].inputs[1]: 'fc1' has 128 elements, but the add 'sum' makes 256 and its shape does not broadcast to the output's"
 bad add-no-broadcast "layers[2].inputs[1]: 'fc1' has 512 bytes, but the add 'sum' makes 1024 and its shape does not broadcast to the output's"
-bad concat-smaller "layers[2]: the concat 'cat' makes 1024 bytes, but its inputs hold 2048 (for a concat of crops or slices, give the shapes of the output and of every input)"
+bad concat-smaller "layers[2]: the concat 'cat' makes 1024 bytes, but its inputs hold 2048 (for a concat of crops or slices, give the shapes of the output and of every input, with one batch)"
+bad concat-batch "layers[2]: the concat 'cat' makes 4 bytes, but its inputs hold 2048 (for a concat of crops or slices, give the shapes of the output and of every input, with one batch)"
+# Found (review): the inputs' sum could wrap around and pass
+awk 'BEGIN { printf "{\"format\": \"memplan-net/1\", \"layers\": [{\"name\": \"x\", \"type\": \"data\", \"bytes\": \"256T\"}, {\"name\": \"c\", \"type\": \"concat\", \"bytes\": \"256T\", \"inputs\": [\"x\""
+	for (i = 0; i < 65536; i++) printf ", \"x\""; printf "]}]}\n" }' >"$TMP/wrap.json"
+expect_run "concat inputs past 2^64 bytes" 2 --stdout empty --stderr "memplan: $TMP/wrap.json: layers[1]: the inputs of 'c' hold more than 2^64 bytes" -- \
+	memplan check "$TMP/wrap.json"
 bad concat-larger "layers[2]: the concat 'cat' makes 3072 bytes, but its inputs hold 2048"
 bad time-bwd-data 'layers[0].time.bwd: a data layer has no backward pass (nothing to differentiate)'
 bad time-update-no-params 'layers[2].time.update: the layer has no parameters, so the optimizer never updates it (give "params" or drop the time)'

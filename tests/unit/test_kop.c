@@ -496,6 +496,29 @@ static void test_accumulate(void)
 	net_free(net);
 }
 
+/* "grads": "keep": the backward writes the new gradients, which the real
+ * fc kernel computes; L.accumulate adding them into .grad runs timed. */
+static const char keep_json[] =
+	"{'format': 'memplan-net/1', 'name': 'keep', 'optimizer': 'sgd', 'grads': 'keep', 'layers': ["
+	" {'name': 'data', 'type': 'data', 'shape': [2, 4]},"
+	" {'name': 'fc1', 'type': 'fc', 'inputs': ['data'], 'shape': [2, 3], 'params': [[3, 4], [3]]},"
+	" {'name': 'loss', 'type': 'loss', 'inputs': ['fc1'], 'shape': [2, 3]}]}";
+
+static void test_grads_keep(void)
+{
+	struct mp_net *net = load_q(keep_json);
+	struct mp_kop k;
+
+	if (!net)
+		return;
+	kop_of(net, "fc1.bwd", &k);
+	CHECK_U64(k.type, KOP_FC);
+	CHECK(k.dw == T(net, "fc1.param0.grad.new") && k.db == T(net, "fc1.param1.grad.new"));
+	check_timed(net, "fc1.accumulate", "a gradient accumulation (\"grads\": \"keep\")");
+	check_timed(net, "fc1.update", "an optimizer update");
+	net_free(net);
+}
+
 /*
  * What runs timed, and why: a conv whose shapes fit no geometry (a
  * transposed 2x2 up-convolution, 8 -> 16), outputs and inputs given as
@@ -870,6 +893,7 @@ int main(void)
 	}
 	test_accumulate();
 	test_timed();
+	test_grads_keep();
 	test_dtypes_and_limits();
 	test_loader_given();
 	test_loader_ids();
