@@ -1320,6 +1320,32 @@ static int order_layers(struct loader *L, uint32_t n, int32_t *order)
 
 /* ---- lowering --------------------------------------------------------- */
 
+/* "grads": "keep": layer idx's op L.accumulate adds the backward's new
+ * gradients into the kept .grad tensors, in place (AccumulateGrad with a
+ * .grad that exists).  Its time is not modelled (0 ms): an elementwise add of
+ * the parameters' size. */
+static int accumulate_grads(struct loader *L, uint32_t idx, uint32_t np,
+			    const int32_t *fresh, int32_t *grad)
+{
+	struct mp_net *net = L->net;
+	struct mp_op *op;
+	int32_t id;
+	int32_t *in = arena_array(net, 2 * np, sizeof(int32_t));
+
+	op = add_op(L, fmt_name(net, L->ls[idx].name, ".accumulate"), MP_PHASE_BWD, MP_L_CUSTOM, (int32_t)idx, &id);
+	if (!op)
+		return -1;
+	op->fwd = net->layers[idx].fwd_op;
+	op->batch = 1;
+	memcpy(in, fresh, np * sizeof(int32_t));
+	memcpy(in + np, grad, np * sizeof(int32_t));
+	op->in = in;
+	op->n_in = 2 * np;
+	op->out = grad;
+	op->n_out = np;
+	return 0;
+}
+
 static int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 {
 	struct mp_net *net = L->net;
@@ -1504,18 +1530,31 @@ static int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 		}
 		{
 			int32_t *pg = arena_array(net, np, sizeof(int32_t));
+			int32_t *fresh = net->grads_keep ? arena_array(net, np, sizeof(int32_t)) : NULL;
 			uint32_t j = 0;
 
 			for (uint32_t k = 0; k < fop->n_in; k++) {
 				const struct mp_tensor *pt = &net->tensors[fop->in[k]];
+				const char *pname = pt->name;
+				uint64_t pbytes = pt->bytes;
 
 				if (pt->kind != MP_TK_PARAM)
 					continue;
-				pg[j] = add_tensor(L, fmt_name(net, pt->name, ".grad"), pt->bytes, MP_TK_PARAM_GRAD, (int32_t)i);
+				pg[j] = add_tensor(L, fmt_name(net, pname, ".grad"), pbytes, MP_TK_PARAM_GRAD, (int32_t)i);
 				if (pg[j] < 0)
 					goto dup_tensor;
-				net->tensors[pg[j]].producer = op_id;
-				idl_add(&out, pg[j]);
+				if (fresh) {
+					/* keep: .grad stays; the backward makes a new one
+					 * that accumulate_grads adds into it */
+					fresh[j] = add_tensor(L, fmt_name(net, pname, ".grad.new"), pbytes, MP_TK_GRADIENT, (int32_t)i);
+					if (fresh[j] < 0)
+						goto dup_tensor;
+					net->tensors[fresh[j]].producer = op_id;
+					idl_add(&out, fresh[j]);
+				} else {
+					net->tensors[pg[j]].producer = op_id;
+					idl_add(&out, pg[j]);
+				}
 				j++;
 			}
 			op = &net->ops[op_id];
@@ -1536,6 +1575,8 @@ static int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 			for (uint32_t k = 0; k < s->n_algos; k++)
 				if (s->algos[k].ms[1] >= 0)
 					op->algos[op->n_algos++] = (struct mp_algo){ s->algos[k].name, s->algos[k].ws, s->algos[k].ms[1], s->algos[k].batch };
+			if (fresh && np && accumulate_grads(L, i, np, fresh, pg) < 0)
+				goto dup_op;
 
 			if (net->optimizer == MP_OPT_NONE || np == 0)
 				continue;
@@ -1959,6 +2000,13 @@ static bool op_reads_tensor(const struct mp_op *op, int32_t t)
 
 /* Producers, resident-at-start tensors (parameters, optimizer state, and
  * inputs no op writes except in place), and reads of never-written tensors. */
+/* Kinds resident for the whole iteration, and across iterations, whatever
+ * writes them: parameters, optimizer state, and gradients kept as .grad. */
+static bool resident_kind(const struct mp_net *net, enum mp_tensor_kind k)
+{
+	return k == MP_TK_PARAM || k == MP_TK_OPT_STATE || (k == MP_TK_PARAM_GRAD && net->grads_keep);
+}
+
 static int finish(struct loader *L)
 {
 	struct mp_net *net = L->net;
@@ -1969,7 +2017,7 @@ static int finish(struct loader *L)
 		for (uint32_t k = 0; k < op->n_out; k++) {
 			struct mp_tensor *t = &net->tensors[op->out[k]];
 
-			if (t->producer < 0 && t->kind != MP_TK_PARAM && t->kind != MP_TK_OPT_STATE &&
+			if (t->producer < 0 && !resident_kind(net, t->kind) &&
 			    !(t->kind == MP_TK_INPUT && op_reads_tensor(op, op->out[k])))
 				t->producer = (int32_t)o;
 		}
@@ -1988,8 +2036,7 @@ static int finish(struct loader *L)
 					     where, op->name, t->name);
 				return -1;
 			}
-			if (t->producer < 0 && t->kind != MP_TK_PARAM && t->kind != MP_TK_OPT_STATE &&
-			    t->kind != MP_TK_INPUT) {
+			if (t->producer < 0 && !resident_kind(net, t->kind) && t->kind != MP_TK_INPUT) {
 				mp_error_set(L->err, "%sop '%s' reads '%s', which no op writes (give it kind \"input\" or \"parameter\" if it exists before the iteration)",
 					     where, op->name, t->name);
 				return -1;
@@ -2005,7 +2052,7 @@ static int finish(struct loader *L)
 
 struct mp_net *net_load_json(json_t *root, struct mp_error *err)
 {
-	static const char *const keys[] = { "format", "name", "dtype", "optimizer", "device",
+	static const char *const keys[] = { "format", "name", "dtype", "optimizer", "grads", "device",
 		"layers", "ops", "tensors", "time_source", "description", "generator", NULL };
 	struct loader L = { 0 };
 	struct mp_net *net;
@@ -2070,6 +2117,15 @@ struct mp_net *net_load_json(json_t *root, struct mp_error *err)
 			goto fail;
 		}
 		net->optimizer = (enum mp_optimizer)k;
+	}
+	if ((v = json_object_get(root, "grads"))) {
+		if (jget_string(v, "grads", &s, err) < 0)
+			goto fail;
+		if (strcmp(s, "keep") && strcmp(s, "set_to_none")) {
+			mp_error_set(err, "grads: unknown mode '%s' (keep or set_to_none)", s);
+			goto fail;
+		}
+		net->grads_keep = !strcmp(s, "keep");
 	}
 	if ((v = json_object_get(root, "device"))) {
 		if (json_is_string(v)) {

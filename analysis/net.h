@@ -128,6 +128,9 @@ struct mp_net {
 	const char *time_source;  /* "measured", "roofline:v100-16g", ... or NULL */
 	enum mp_dtype dtype;
 	enum mp_optimizer optimizer;
+	bool grads_keep;          /* "grads": "keep": parameter gradients live
+				   * across iterations, as PyTorch's .grad before
+				   * zero_grad(set_to_none=True) */
 	bool has_device;
 	struct mp_device device;
 	uint32_t n_tensors, n_ops, n_layers;

@@ -224,7 +224,7 @@ void sched_emit(const struct mp_net *net, const struct mp_entry *e, uint32_t n_e
 		for (uint32_t k = 0; k < net->ops[o].n_in; k++) {
 			int32_t t = net->ops[o].in[k];
 
-			if (net->tensors[t].kind == MP_TK_PARAM_GRAD)
+			if (net->tensors[t].kind == MP_TK_PARAM_GRAD && !sched_persistent(&net->tensors[t]))
 				keep[t] = 0;
 		}
 	/* forward: which writes start a generation */

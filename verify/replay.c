@@ -886,7 +886,7 @@ static int steady_state(struct replay *R)
 				    "expects it on the device from schedule[%d] on", what, f);
 		else
 			replay_fail(R, (uint32_t)T->at_free, "'%s' is lost: freed, and the next iteration expects it on the "
-				    "device from schedule[%d] on (parameters, optimizer state and inputs outlive the iteration)",
+				    "device from schedule[%d] on (parameters, optimizer state, kept gradients and inputs outlive the iteration)",
 				    what, f);
 		return -1;
 	}

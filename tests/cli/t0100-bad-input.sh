@@ -50,7 +50,7 @@ bad json-bom 'line 1, column 1: invalid JSON: the file starts with a byte order 
 # ---- top level ------------------------------------------------------------
 bad top-array '(top level): expected an object, got an array'
 bad top-string 'line 1, column 15: invalid JSON: '\''['\'' or '\''{'\'' expected near '\''"memplan-net/1"'\'''
-bad top-unknown-key 'layerz: unknown key (expected one of: format, name, dtype, optimizer, device, layers, ops, tensors, time_source, description, generator)'
+bad top-unknown-key 'layerz: unknown key (expected one of: format, name, dtype, optimizer, grads, device, layers, ops, tensors, time_source, description, generator)'
 bad format-missing 'format: missing (expected "memplan-net/1")'
 # Found: the message did not say what the file gave (a newer version? a typo?).
 bad format-wrong-version 'format: expected "memplan-net/1", got "memplan-net/2"'
@@ -126,6 +126,7 @@ bad concat-smaller "layers[2]: the concat 'cat' makes 1024 bytes, but its inputs
 bad concat-larger "layers[2]: the concat 'cat' makes 3072 bytes, but its inputs hold 2048"
 bad time-bwd-data 'layers[0].time.bwd: a data layer has no backward pass (nothing to differentiate)'
 bad time-update-no-params 'layers[2].time.update: the layer has no parameters, so the optimizer never updates it (give "params" or drop the time)'
+bad grads-unknown "grads: unknown mode 'sometimes' (keep or set_to_none)"
 bad op-output-twice "ops[0].outputs[1]: 'h' is listed twice (also at [0]); an op writes each output once"
 # what add and concat do allow: a broadcasting add, a concat of stated crops
 expect_run "check sizes-ok" 0 --stdout-grep "valid memplan-net/1 'sizes-ok'" -- memplan check tests/data/sizes-ok.json

@@ -72,10 +72,10 @@ append() { # FILE ACTION-JSON: the plan with one action appended
 	printf '  %s\n ]\n}\n' "$2"
 }
 append "$TMP/steady.json" '{"action": "free", "tensor": "conv.param0", "stream": "compute", "start_ms": 6.0, "end_ms": 6.0, "resident_bytes": 1960}' >"$TMP/lost.json"
-expect_run "a parameter freed at the end is lost" 1 --stderr "memplan: verify: schedule[49] free 'conv.param0': 'conv.param0' is lost: freed, and the next iteration expects it on the device from schedule[0] on (parameters, optimizer state and inputs outlive the iteration)" -- \
+expect_run "a parameter freed at the end is lost" 1 --stderr "memplan: verify: schedule[49] free 'conv.param0': 'conv.param0' is lost: freed, and the next iteration expects it on the device from schedule[0] on (parameters, optimizer state, kept gradients and inputs outlive the iteration)" -- \
 	memplan verify "$TMP/lost.json" --iters 1 --warmup 0
 append "$TMP/steady.json" '{"action": "swap_out", "tensor": "fc.param0", "stream": "d2h", "bytes": 800, "start_ms": 6.0, "end_ms": 6.1, "resident_bytes": 1460}' >"$TMP/away.json"
-expect_run "a parameter freed at the end is lost, in the pool too" 1 --stderr "memplan: verify: schedule[49] free 'conv.param0': 'conv.param0' is lost: freed, and the next iteration expects it on the device from schedule[0] on (parameters, optimizer state and inputs outlive the iteration)" -- \
+expect_run "a parameter freed at the end is lost, in the pool too" 1 --stderr "memplan: verify: schedule[49] free 'conv.param0': 'conv.param0' is lost: freed, and the next iteration expects it on the device from schedule[0] on (parameters, optimizer state, kept gradients and inputs outlive the iteration)" -- \
 	memplan verify "$TMP/lost.json" --iters 1 --warmup 0 --alloc pool --tolerance-peak 1000
 expect_run "a parameter swapped out and never back in" 1 --stderr "memplan: verify: schedule[49] swap_out 'fc.param0': 'fc.param0' is swapped out and never back in, and the next iteration expects it on the device from schedule[2] on" -- \
 	memplan verify "$TMP/away.json" --iters 1 --warmup 0

@@ -299,7 +299,7 @@ static void test_steady_state(void)
 	with(&f.p, a, &bad);
 	run(&backend_host, &f, &bad, MP_EXEC_ARENA, &h);
 	snprintf(want, sizeof(want), "schedule[%u] free 'conv.param0': 'conv.param0' is lost: freed, and the next iteration "
-		 "expects it on the device from schedule[%u] on (parameters, optimizer state and inputs outlive the iteration)",
+		 "expects it on the device from schedule[%u] on (parameters, optimizer state, kept gradients and inputs outlive the iteration)",
 		 bad.sched.n - 1, first);
 	CHECK_STR(h.msg, want);
 	CHECK_U64(h.failed, bad.sched.n - 1);
