@@ -75,6 +75,15 @@ def _tensors(x, out):
     return out
 
 
+def _call(func, args, kwargs):
+    out = func(*args, **kwargs)
+    if isinstance(out, (float, int, bool, complex)) and func.__name__.startswith("detach"):
+        # torch 1.13 under saved_tensors_hooks hands a detached wrapped
+        # number (a Python scalar autograd saved: x * 2.5) to Python as a number
+        out = torch.tensor(out, dtype=args[0].dtype, device=args[0].device)
+    return out
+
+
 class _Storage:
     __slots__ = ("name", "nbytes", "kind", "holders", "producer", "comment", "alive", "freed_at", "_used")
 
@@ -106,7 +115,6 @@ class _Recorder(TorchDispatchMode):
         self.markers = markers
         self.n_const = 0
         self.n_calls = 0
-        self.grads_key = False   # the loader knows "grads": "keep"
         self.windows = None
 
     # -- storages and their holders ------------------------------------
@@ -171,7 +179,7 @@ class _Recorder(TorchDispatchMode):
                 for t in _tensors(v, []):
                     written.add(id(self.lookup(t)))
         call = self.n_calls - 1
-        out = func(*args, **kwargs)
+        out = _call(func, args, kwargs)
         outs = []
         for t in _tensors(out, []):
             key, nbytes = _storage(t)
@@ -218,12 +226,12 @@ class _Timer(TorchDispatchMode):
         if self.cuda:
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             a.record()
-            out = func(*args, **kwargs)
+            out = _call(func, args, kwargs)
             b.record()
             self.calls.append((str(func), (a, b)))
         else:
             t0 = time.perf_counter()
-            out = func(*args, **kwargs)
+            out = _call(func, args, kwargs)
             self.calls.append((str(func), (time.perf_counter() - t0) * 1e3))
         return out
 
@@ -458,12 +466,18 @@ def _workspace(rec, events):
 
 
 def _measure(rec, model, inputs, target, loss, opt, grads, device, repeats):
+    from torch.profiler import profile, ProfilerActivity
     cuda = device.type == "cuda"
     runs = []
     for _ in range(repeats):
         tm = _Timer(cuda)
-        with tm:
-            train_step(model, inputs, target, loss, opt, grads)
+        # as recorded: under the profiler (the optimizer's record_function
+        # dispatches ops only while one runs) and saved-tensor hooks (which
+        # change autograd's detach calls)
+        with profile(activities=[ProfilerActivity.CPU]):
+            with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+                with tm:
+                    train_step(model, inputs, target, loss, opt, grads)
         runs.append(tm.times())
     for r in runs:
         if len(r) != rec.n_calls:
@@ -490,6 +504,7 @@ def _net(rec, model, inputs, loss, optimizer, grads, device, measure, name):
         op.inputs = [s for s in op.inputs if s.nbytes]
         op.outputs = [s for s in op.outputs if s.nbytes]
     ops = _drop_zeroing([op for op in ops if op.outputs])
+    _drop_stale_reads(ops)
     rec.n_pinned, rec.n_unpinned = _pin_order(ops)
     used, names = [], set()
     for op in ops:
@@ -508,9 +523,7 @@ def _net(rec, model, inputs, loss, optimizer, grads, device, measure, name):
         kind = s.kind
         comment = s.comment
         if kind == "parameter_gradient" and s.producer < 0:
-            # a .grad kept across steps: resident like the parameter it belongs to
-            kind = "parameter_gradient" if rec.grads_key else "input"
-            comment = "parameter gradient kept across steps (zero_grad() keeps .grad)"
+            comment = "kept across steps (\"grads\": \"keep\")"
         t = {"name": n, "kind": kind, "bytes": s.nbytes}
         if comment:
             t["comment"] = comment
@@ -531,8 +544,7 @@ def _net(rec, model, inputs, loss, optimizer, grads, device, measure, name):
            "name": name or type(model).__name__,
            "description": "one training step recorded by memplan_torch from PyTorch %s on %s" %
                           (torch.__version__, device.type)}
-    if rec.grads_key:
-        net["grads"] = grads
+    net["grads"] = grads
     if measure:
         net["time_source"] = "measured:%s" % (
             "cuda:" + torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu (host clock)")
@@ -562,6 +574,21 @@ def _drop_zeroing(ops):
             continue
         out.append(op)
     return out
+
+
+def _drop_stale_reads(ops):
+    """memplan orders a reader of a tensor after every writer of it in the
+    phase, so a read followed by an in-place write (dropout's empty_like
+    before the mul_ that applies the mask) would wait for its own successor.
+    The later writer keeps the tensor alive past the read anyway: drop the
+    read; no lifetime changes."""
+    writers = {}
+    for i, op in enumerate(ops):
+        for s in op.outputs:
+            writers[(id(s), op.phase)] = i
+    for i, op in enumerate(ops):
+        op.inputs = [s for s in op.inputs
+                     if s in op.outputs or writers.get((id(s), op.phase), -1) <= i]
 
 
 def _pin_order(ops):
