@@ -728,6 +728,9 @@ def run(argv):
     try:
         with os.fdopen(fd, "w") as f:
             f.write(dumps(net))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, a.output)
     except BaseException:
         os.unlink(tmp)
