@@ -1,9 +1,10 @@
 #!/bin/sh
-# Install the Debian packages memplan needs, when missing.  As root it runs
-# apt-get; otherwise it names the packages and stops.
+# Install the Debian packages memplan needs, when missing (python3-torch and
+# python3-torchvision for the PyTorch exporter's test, tests/cli/t0800).  As
+# root it runs apt-get; otherwise it names the packages and stops.
 need=""
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in gcc make libjansson-dev libglpk-dev coinor-libcbc-dev libssl-dev; do
+for p in gcc make libjansson-dev libglpk-dev coinor-libcbc-dev libssl-dev python3-torch python3-torchvision; do
 	have "$p" || need="$need $p"
 done
 [ -z "$need" ] && exit 0
