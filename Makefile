@@ -5,6 +5,7 @@
 #   make check      the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make cuda-check compile the CUDA backend only (says so and passes without nvcc)
 #   make bench      analysis benchmarks (bench/RESULTS.md)
+#   make fuzz       libFuzzer on the net loader and the plan reader (bench/fuzz.md)
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 # -Wno-format-truncation: JSON paths in messages are cut to fixed buffers on purpose
@@ -190,21 +191,39 @@ bench: memplan
 clean:
 	rm -rf build build-san memplan
 
-# fuzz: libFuzzer on the loader and analysis (tests/fuzz/fuzz_net.c) for
-# FUZZ_SECONDS, seeded with tests/bad and examples (inputs cut at 32 KiB: the
-# big generated examples only slow each run); crashes land in build-fuzz/.
-# Needs clang with libFuzzer (Debian: clang, libclang-rt-14-dev).  FUZZ_FLAGS
-# adds compiler flags, e.g. -fno-sanitize=CHECK to step over a bug already reported.
-FUZZ_SECONDS ?= 60
-FUZZ_CC      ?= clang
-FUZZ_FLAGS   ?=
+# fuzz: libFuzzer on two targets for FUZZ_SECONDS in all, half each unless
+# FUZZ_NET_SECONDS or FUZZ_PLAN_SECONDS says otherwise (0 skips a target):
+#   fuzz_net   the loader and analysis (tests/fuzz/fuzz_net.c), seeded with
+#              tests/bad and examples (inputs cut at 32 KiB: the big generated
+#              examples only slow each run), corpus build-fuzz/corpus;
+#   fuzz_plan  the plan reader memplan verify uses (tests/fuzz/fuzz_plan.c),
+#              seeded with tests/fuzz/plan-seeds, corpus build-fuzz/plan-corpus.
+# Crashes land in build-fuzz/ (crash-*, leak-*, timeout-*; the plan target's
+# with a plan- prefix), and make fails if either target found one.  Needs
+# clang with libFuzzer (Debian: clang, libclang-rt-14-dev).  FUZZ_FLAGS adds
+# compiler flags, e.g. -fno-sanitize=CHECK to step over a bug already reported;
+# FUZZ_RUN_FLAGS adds libFuzzer flags to both runs (e.g. -seed=1).  Each run
+# ends with its totals (stat::number_of_executed_units, exec/s).
+FUZZ_SECONDS      ?= 60
+FUZZ_NET_SECONDS  ?= $(shell expr $(FUZZ_SECONDS) / 2)
+FUZZ_PLAN_SECONDS ?= $(shell expr $(FUZZ_SECONDS) - $(FUZZ_NET_SECONDS))
+FUZZ_CC           ?= clang
+FUZZ_FLAGS        ?=
+FUZZ_RUN_FLAGS    ?=
+FUZZ_BUILD = $(FUZZ_CC) -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(FUZZ_FLAGS)
+FUZZ_RUN   = -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 $(FUZZ_RUN_FLAGS)
 .PHONY: fuzz
 fuzz:
 	@command -v $(FUZZ_CC) >/dev/null || { echo "$(FUZZ_CC) not found, skipping fuzz"; exit 0; }; \
-	mkdir -p build-fuzz/corpus && \
-	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
-		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(FUZZ_FLAGS) \
-		-o build-fuzz/fuzz_net tests/fuzz/fuzz_net.c $(ANALYSIS) $(PLAN) $(LIBS) && \
-	build-fuzz/fuzz_net -max_total_time=$(FUZZ_SECONDS) -timeout=20 -max_len=32768 -rss_limit_mb=2048 \
-		-dict=tests/fuzz/net.dict -artifact_prefix=build-fuzz/ \
-		build-fuzz/corpus tests/bad examples
+	mkdir -p build-fuzz/corpus build-fuzz/plan-corpus && \
+	$(FUZZ_BUILD) -o build-fuzz/fuzz_net tests/fuzz/fuzz_net.c $(ANALYSIS) $(PLAN) $(LIBS) && \
+	$(FUZZ_BUILD) -o build-fuzz/fuzz_plan tests/fuzz/fuzz_plan.c $(ANALYSIS) $(PLAN) $(LIBS) || exit 1; \
+	rc=0; \
+	[ $(FUZZ_NET_SECONDS) -eq 0 ] || build-fuzz/fuzz_net -max_total_time=$(FUZZ_NET_SECONDS) $(FUZZ_RUN) \
+		-max_len=32768 -dict=tests/fuzz/net.dict -artifact_prefix=build-fuzz/ \
+		build-fuzz/corpus tests/bad examples || rc=1; \
+	[ $(FUZZ_PLAN_SECONDS) -eq 0 ] || build-fuzz/fuzz_plan -max_total_time=$(FUZZ_PLAN_SECONDS) $(FUZZ_RUN) \
+		-max_len=65536 -dict=tests/fuzz/plan.dict -artifact_prefix=build-fuzz/plan- \
+		build-fuzz/plan-corpus tests/fuzz/plan-seeds || rc=1; \
+	exit $$rc

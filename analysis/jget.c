@@ -268,29 +268,22 @@ static char *slurp(const char *path, size_t *len, struct mp_error *err)
 	return buf;
 }
 
-json_t *mp_json_load_file(const char *path, struct mp_error *err)
+json_t *mp_json_load_buffer(const char *buf, size_t len, struct mp_error *err)
 {
 	json_error_t jerr;
 	json_t *root;
-	size_t len;
-	char *buf = slurp(path, &len, err);
 
-	if (!buf)
-		return NULL;
 	if (len == 0) {
 		mp_error_set(err, "the file is empty (expected a JSON object)");
-		free(buf);
 		return NULL;
 	}
 	if (len >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3)) {
 		mp_error_set(err, "line 1, column 1: invalid JSON: the file starts with a byte order mark (save it as UTF-8 without BOM)");
-		free(buf);
 		return NULL;
 	}
 	/* JSON_ALLOW_NUL: a \u0000 escape reaches the typed readers, which name
 	 * the field it is in */
 	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
-	free(buf);
 	if (!root) {
 		if (jerr.line <= 0)
 			mp_error_set(err, "%s", jerr.text);
@@ -300,3 +293,15 @@ json_t *mp_json_load_file(const char *path, struct mp_error *err)
 	return root;
 }
 
+json_t *mp_json_load_file(const char *path, struct mp_error *err)
+{
+	json_t *root;
+	size_t len;
+	char *buf = slurp(path, &len, err);
+
+	if (!buf)
+		return NULL;
+	root = mp_json_load_buffer(buf, len, err);
+	free(buf);
+	return root;
+}

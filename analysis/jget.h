@@ -37,6 +37,10 @@ static inline const char *jget_path(char *buf, size_t n, const char *path,
  * byte order marks and NUL bytes named); NULL with *err ("line 3, column 14:
  * invalid JSON: ...", or why it cannot be read). */
 json_t *mp_json_load_file(const char *path, struct mp_error *err);
+/* The same for len bytes already in memory (the file's contents): a new
+ * reference, or NULL with *err.  NUL bytes are not named here (mp_json_load_file
+ * names them before parsing). */
+json_t *mp_json_load_buffer(const char *buf, size_t len, struct mp_error *err);
 /* The largest JSON file memplan reads: 1 GiB (a 10^5-layer net is 14 MB). */
 #define MP_MAX_JSON_BYTES (UINT64_C(1) << 30)
 

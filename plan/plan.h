@@ -140,5 +140,13 @@ json_t *plan_trace_json(const struct mp_net *net, const struct mp_plan *p);
  */
 int plan_read_file(const char *path, struct mp_net **net_out, struct mp_plan_req *req_out,
 		   struct mp_plan *p_out, struct mp_error *err);
+/* The same for a plan already parsed (root borrowed, not modified):
+ * plan_read_file is mp_json_load_file and this. */
+int plan_read_json(json_t *root, struct mp_net **net_out, struct mp_plan_req *req_out,
+		   struct mp_plan *p_out, struct mp_error *err);
+/* The digest a plan records for its net (net_sha256): the SHA-256 of v's
+ * values serialized canonically, as 64 lowercase hex digits into hex.  0, or
+ * -1 if v cannot be serialized. */
+int plan_net_sha256(const json_t *v, char hex[65]);
 
 #endif

@@ -98,6 +98,11 @@ static int json_sha256_hex(const json_t *v, bool canonical, char hex[65])
 	return 0;
 }
 
+int plan_net_sha256(const json_t *v, char hex[65])
+{
+	return json_sha256_hex(v, true, hex);
+}
+
 /* --- algorithms by name ---------------------------------------------------
  * An op may list one algorithm several times, measured at different batch
  * sizes (memplan-net(5)); the pair (name, batch) is unique.  A name is
@@ -229,7 +234,7 @@ json_t *plan_to_json(const struct mp_net *net, json_t *net_json, const struct mp
 		plan_assign_arena(net, &tmp);
 		pa = &tmp;
 	}
-	MP_ASSERT(json_sha256_hex(net_json, true, hex) == 0);
+	MP_ASSERT(plan_net_sha256(net_json, hex) == 0);
 	json_object_set_new(root, "format", json_string(PLAN_FORMAT));
 	json_object_set_new(root, "planner", json_string(mp_planner_name(p->planner)));
 	json_object_set_new(root, "budget_bytes", json_integer((json_int_t)req->budget_bytes));
@@ -732,21 +737,19 @@ static int read_arena(json_t *v, struct mp_plan *p, struct mp_error *err)
 	return 0;
 }
 
-int plan_read_file(const char *path, struct mp_net **net_out, struct mp_plan_req *req_out,
+int plan_read_json(json_t *root, struct mp_net **net_out, struct mp_plan_req *req_out,
 		   struct mp_plan *p_out, struct mp_error *err)
 {
 	static const char *const keys[] = { "format", "planner", "budget_bytes", "device",
 		"workspace_mode", "workspace_limit_bytes", "checkpoints", "note", "net", "net_sha256",
 		"prediction", "arena", "schedule", NULL };
 	struct mp_net *net = NULL;
-	json_t *root, *v, *net_json;
+	json_t *v, *net_json;
 	const char *s;
 	char hex[65];
 
 	*net_out = NULL;
 	plan_init(p_out);
-	if (!(root = mp_json_load_file(path, err)))
-		return -1;
 	if (jget_object(root, "(top level)", err) < 0)
 		goto fail;
 	if (!(v = json_object_get(root, "format"))) {
@@ -772,7 +775,7 @@ int plan_read_file(const char *path, struct mp_net **net_out, struct mp_plan_req
 		mp_error_set(err, "net_sha256: expected 64 hexadecimal digits");
 		goto fail;
 	}
-	if (json_sha256_hex(net_json, true, hex) < 0) {
+	if (plan_net_sha256(net_json, hex) < 0) {
 		mp_error_set(err, "net: cannot be serialized to check its digest");
 		goto fail;
 	}
@@ -804,13 +807,26 @@ int plan_read_file(const char *path, struct mp_net **net_out, struct mp_plan_req
 		goto fail;
 	/* derived figures, as plan_run defines them, from the re-simulation */
 	plan_metrics(p_out, req_out->budget_bytes);
-	json_decref(root);
 	*net_out = net;
 	return 0;
 fail:
-	json_decref(root);
 	net_free(net);
 	plan_release(p_out);
 	plan_init(p_out);
 	return -1;
+}
+
+int plan_read_file(const char *path, struct mp_net **net_out, struct mp_plan_req *req_out,
+		   struct mp_plan *p_out, struct mp_error *err)
+{
+	json_t *root;
+	int rc;
+
+	*net_out = NULL;
+	plan_init(p_out);
+	if (!(root = mp_json_load_file(path, err)))
+		return -1;
+	rc = plan_read_json(root, net_out, req_out, p_out, err);
+	json_decref(root);
+	return rc;
 }

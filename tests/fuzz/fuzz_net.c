@@ -1,10 +1,11 @@
 /*
  * libFuzzer target for the loader and the analysis pipeline: bytes ->
- * json_loadb -> net_load_json -> route_build -> analysis_run (every fixed
- * strategy), freeing everything.  Any crash, sanitizer report, leak, timeout
- * or out-of-memory here is a bug: DESIGN.md says no input may crash or hang.
- * Also checked: a failure always comes with a message (cli prints it).
- * Seeds: tests/bad/ and examples/.  Run with `make fuzz [FUZZ_SECONDS=60]`;
+ * mp_json_load_buffer -> net_load_json -> route_build -> analysis_run
+ * (every fixed strategy), freeing everything.  Any crash, sanitizer
+ * report, leak, timeout or out-of-memory here is a bug: DESIGN.md says no
+ * input may crash or hang.  Also checked: a failure always comes with a
+ * message (cli prints it).  Seeds: tests/bad/ and examples/.  Run with
+ * `make fuzz [FUZZ_NET_SECONDS=60]`;
  * a crashing input is written to build-fuzz/crash-*; keep it as
  * tests/bad/fuzz-NAME.json with its expected message in t0100-bad-input.sh.
  */
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "../../analysis/analyze.h"
+#include "../../analysis/jget.h"
 #include "../../plan/plan.h"
 
 /* A failed call must say why: an empty message would print "memplan: FILE: ". */
@@ -33,11 +35,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct mp_analysis a;
 	struct mp_route route;
 	struct mp_net *net;
-	json_error_t jerr;
 	json_t *root;
 
-	/* the same flags as net_load_file */
-	root = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, &jerr);
+	/* the parse net_load_file runs */
+	root = mp_json_load_buffer((const char *)data, size, &err);
 	if (!root)
 		return 0;
 	net = net_load_json(root, &err);

@@ -2,9 +2,11 @@
  * Unit tests of plan/arena.c, plan/trace.c and plan/planfile.c: the arena on
  * hand-computed lifetimes and its properties on every example under the
  * fixed policies; the plan file's round trip (same actions, same simulated
- * times, same text when written again); the trace's tracks and counter; and
- * the reader's refusals, each with its exact message.
+ * times, same text when written again); the trace's tracks and counter;
+ * the reader's refusals, each with its exact message, from a file and from
+ * memory; and the plan fuzzer's seeds, which must read.
  */
+#include <dirent.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -646,6 +648,27 @@ static const char *read_back(json_t *j)
 	return err.msg;
 }
 
+/* plan_read_json on j, in memory: the message (or "ok"), j unchanged. */
+static const char *read_mem(json_t *j)
+{
+	static struct mp_error err;
+	json_t *before = json_deep_copy(j);
+	struct mp_net *net;
+	struct mp_plan_req req;
+	struct mp_plan p;
+	int rc = plan_read_json(j, &net, &req, &p, &err);
+
+	CHECK(json_equal(before, j));
+	json_decref(before);
+	if (rc == 0) {
+		plan_release(&p);
+		net_free(net);
+		return "ok";
+	}
+	CHECK(net == NULL);
+	return err.msg;
+}
+
 static json_t *sched_of(json_t *j)
 {
 	return json_object_get(j, "schedule");
@@ -670,6 +693,12 @@ static void test_reader_errors(void)
 	}
 	good = plan_to_json(f.net, f.json, &f.req, &f.p);
 	CHECK_STR(read_back(good), "ok");
+	/* in memory, the same reader: same verdicts, same messages */
+	CHECK_STR(read_mem(good), "ok");
+	j = json_deep_copy(good);
+	json_object_set_new(j, "planner", json_string("magic"));
+	CHECK_STR(read_mem(j), "planner: unknown planner 'magic'");
+	json_decref(j);
 
 	/* wrong format, a net given as a plan, not an object */
 	j = json_deep_copy(good);
@@ -867,6 +896,12 @@ static void test_reader_errors(void)
 			pclose(fp);
 		json_object_set_new(j, "net_sha256", json_string(hex_fix));
 		CHECK_STR(read_back(j), "net: optimizer: unknown optimizer 'lion' (none, sgd, momentum, adam)");
+		{
+			char hex[65];
+
+			CHECK(plan_net_sha256(net, hex) == 0);
+			CHECK_STR(hex, hex_fix);
+		}
 	}
 	json_decref(j);
 	/* a file that is not there, and one that is not JSON */
@@ -888,6 +923,40 @@ static void test_reader_errors(void)
 	fix_release(&f);
 }
 
+/* The plan fuzzer's seeds (tests/fuzz/plan-seeds) are plans the reader
+ * accepts: a format change that left them behind would leave the fuzzer
+ * mutating files refused at the first key. */
+static void test_fuzz_seeds(void)
+{
+	DIR *d = opendir("tests/fuzz/plan-seeds");
+	struct dirent *e;
+	int n = 0;
+
+	CHECK(d != NULL);
+	while (d && (e = readdir(d))) {
+		struct mp_error err;
+		struct mp_net *net;
+		struct mp_plan_req req;
+		struct mp_plan p;
+		char path[512];
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "tests/fuzz/plan-seeds/%s", e->d_name);
+		if (plan_read_file(path, &net, &req, &p, &err) < 0) {
+			fprintf(stderr, "  %s: %s\n", path, err.msg);
+			CHECK(!"a fuzz seed reads");
+			continue;
+		}
+		plan_release(&p);
+		net_free(net);
+		n++;
+	}
+	if (d)
+		closedir(d);
+	CHECK(n >= 5);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/memplan-test-planfile-XXXXXX");
@@ -901,6 +970,7 @@ int main(void)
 	test_round_trip_planners();
 	test_trace();
 	test_reader_errors();
+	test_fuzz_seeds();
 	{
 		char cmd[128];
 
