@@ -320,6 +320,249 @@ static void ensure(struct rc_state *S, int32_t target, bool temporary)
 	}
 }
 
+/* Segments of the forward ops, each with its recomputation mode. */
+struct rc_segs {
+	uint32_t n;
+	uint32_t *of_op;       /* [n_ops] segment of each forward op */
+	uint32_t *start;       /* [n + 1] each segment's forward ops in ops (CSR) */
+	uint32_t *ops;         /* [n_fwd] in route order */
+	uint8_t *speed;        /* [n] speed-centric, else memory-centric */
+};
+
+/* Segments: forward ops between consecutive checkpoints, and (cut) a segment
+ * longer than POLICY_MAX_SEGMENT ends at the next cut of the forward graph,
+ * which is kept as a checkpoint's output is (never dropped: S->cut_kept). */
+static void rc_segments(struct rc_state *S, const struct mp_route *r, const struct mp_policy_opts *o,
+			bool cut, struct rc_segs *G)
+{
+	const struct mp_net *net = S->net;
+	uint32_t *at = mp_xmalloc((r->n_fwd + 1) * sizeof(*at)), nb, b = 0, len = 0, *f;
+	int32_t *in = mp_xmalloc((2 * r->n_fwd + 2) * sizeof(*in));
+
+	G->of_op = mp_xcalloc(net->n_ops + 1, sizeof(*G->of_op));
+	nb = cut ? route_bounds(net, r, 1, at, in) : 0;
+	G->n = 0;
+	for (uint32_t i = 0; i < r->n_fwd; i++) {
+		if (is_checkpoint(net, o, r->op[i])) {
+			G->n++;
+			len = 0;
+		}
+		G->of_op[r->op[i]] = G->n;
+		len++;
+		while (b < nb && at[b] < i)
+			b++;
+		if (b < nb && at[b] == i && len >= POLICY_MAX_SEGMENT) {
+			S->cut_kept[in[2 * b]] = 1;
+			G->n++;
+			len = 0;
+		}
+	}
+	free(at);
+	free(in);
+	G->n++;
+	G->start = mp_xcalloc(G->n + 2, sizeof(*G->start));
+	G->ops = mp_xmalloc((r->n_fwd + 1) * sizeof(*G->ops));
+	for (uint32_t i = 0; i < r->n_fwd; i++)
+		G->start[G->of_op[r->op[i]] + 1]++;
+	for (uint32_t sg = 0; sg < G->n; sg++)
+		G->start[sg + 1] += G->start[sg];
+	f = mp_xcalloc(G->n + 1, sizeof(*f));
+	for (uint32_t i = 0; i < r->n_fwd; i++) {
+		uint32_t sg = G->of_op[r->op[i]];
+
+		G->ops[G->start[sg] + f[sg]++] = (uint32_t)r->op[i];
+	}
+	free(f);
+}
+
+/* May t, written by forward step i, be dropped (SuperNeurons' rule, see
+ * rc_decide_dropped)?  need and interval as there. */
+static int rc_droppable(const struct rc_state *S, const struct mp_policy_opts *o, const struct mp_route *r,
+			uint32_t i, int32_t t, const uint32_t *need, const uint32_t *interval,
+			struct mp_recompute_info *info)
+{
+	const struct mp_net *net = S->net;
+	const struct mp_tensor *x = &net->tensors[t];
+	int ok = need[t] != UINT32_MAX && !S->dropped[t] && !S->cut_kept[t] && x->kind == MP_TK_ACTIVATION &&
+		 !sched_persistent(x) && S->w.list[S->w.start[t]] == (uint32_t)r->op[i];
+
+	for (uint32_t j = S->w.start[t]; ok && j < S->w.start[t + 1]; j++) {
+		const struct mp_op *wop = &net->ops[S->w.list[j]];
+
+		ok = wop->recomputable && !is_checkpoint(net, o, (int32_t)S->w.list[j]);
+		for (uint32_t k = 0; ok && k < wop->n_in; k++) {
+			int32_t in = wop->in[k];
+			int moved = S->dropped[in] || ckpt_tensor(net, o, in);
+
+			if (in == t || sched_persistent(&net->tensors[in]))
+				continue;
+			/* the input must be kept for backward anyway, and
+			 * if it is itself moved (offloaded or rebuilt),
+			 * needed in the same checkpoint interval */
+			ok = need[in] != UINT32_MAX &&
+			     (!moved || o->loose_rebuild ||
+			      interval[need[in]] == interval[need[t]]);
+			if (!ok && need[in] != UINT32_MAX && info)
+				info->rule_blocked++;
+		}
+	}
+	/* rebuilding re-runs the writers whole: it must not
+	 * materialise more than it rebuilds (a dead-end batch
+	 * norm's large output for its small statistics) */
+	for (uint32_t j = S->w.start[t]; ok && j < S->w.start[t + 1]; j++) {
+		const struct mp_op *wop = &net->ops[S->w.list[j]];
+		uint64_t extra = 0;
+
+		for (uint32_t k = 0; k < wop->n_out; k++)
+			if (wop->out[k] != t && !S->dropped[wop->out[k]])
+				extra += net->tensors[wop->out[k]].bytes;
+		ok = extra <= x->bytes;
+	}
+	return ok;
+}
+
+/* dropped: saved for backward, written in forward only by recomputable,
+ * non-checkpoint ops whose inputs are themselves dropped, resident, or
+ * saved for backward anyway.  Rebuilding a tensor from an input that
+ * would otherwise be dead by then only trades one tensor for another
+ * (a non-in-place relu after a conv), so such tensors are kept.  One pass
+ * in forward order decides, as inputs come before outputs. */
+static void rc_decide_dropped(struct rc_state *S, const struct mp_route *r, const struct mp_policy_opts *o,
+			      struct mp_recompute_info *info)
+{
+	const struct mp_net *net = S->net;
+	uint32_t nt = net->n_tensors;
+	/* need[t]: first backward step reading t; interval[step]: the
+	 * number of checkpoint backward ops before it.  An offloaded input
+	 * is prefetched at the checkpoint before its first use, so
+	 * rebuilding t from it costs no extra residency only when both
+	 * first uses fall between the same two checkpoints. */
+	uint32_t *need = mp_xmalloc((nt + 1) * sizeof(*need));
+	uint32_t *interval = mp_xcalloc(r->n + 1, sizeof(*interval));
+
+	for (uint32_t t = 0; t < nt; t++)
+		need[t] = UINT32_MAX;
+	for (uint32_t i = r->n_fwd; i < r->n; i++) {
+		const struct mp_op *op = &net->ops[r->op[i]];
+
+		interval[i + 1] = interval[i] + (op->phase == MP_PHASE_BWD && is_checkpoint(net, o, op->fwd));
+		for (uint32_t k = 0; k < op->n_in; k++)
+			if (need[op->in[k]] == UINT32_MAX)
+				need[op->in[k]] = i;
+	}
+	for (uint32_t i = 0; i < r->n_fwd; i++) {
+		const struct mp_op *fop = &net->ops[r->op[i]];
+
+		for (uint32_t m = 0; m < fop->n_out; m++)
+			if (rc_droppable(S, o, r, i, fop->out[m], need, interval, info))
+				S->dropped[fop->out[m]] = 1;
+	}
+	free(need);
+	free(interval);
+}
+
+/* Cost-aware choice per segment: sum of its dropped tensors plus the
+ * largest backward op of the segment, against l_peak (SuperNeurons 3.4).
+ * With the caller's keep set (keep_in) every segment stays memory-centric. */
+static void rc_segment_modes(const struct rc_state *S, const struct mp_route *r, struct rc_segs *G,
+			     const uint8_t *keep_in, struct mp_recompute_info *info)
+{
+	const struct mp_net *net = S->net;
+	struct mp_layer_min lmin;
+	uint64_t *seg_bytes = mp_xcalloc(G->n, sizeof(*seg_bytes));
+	uint64_t *seg_lb = mp_xcalloc(G->n, sizeof(*seg_lb));
+
+	policy_layer_min(net, r, &lmin);
+	G->speed = mp_xcalloc(G->n, 1);
+	for (uint32_t t = 0; t < net->n_tensors; t++)
+		if (S->dropped[t])
+			seg_bytes[G->of_op[net->tensors[t].producer]] += net->tensors[t].bytes;
+	for (uint32_t i = r->n_fwd; i < r->n; i++) {
+		const struct mp_op *op = &net->ops[r->op[i]];
+
+		if (op->phase == MP_PHASE_BWD && op->fwd >= 0) {
+			uint32_t sg = G->of_op[op->fwd];
+			uint64_t b = policy_op_bytes(net, r->op[i]);
+
+			if (b > seg_lb[sg])
+				seg_lb[sg] = b;
+		}
+	}
+	for (uint32_t sg = 0; sg < G->n && !keep_in; sg++) {
+		if (!seg_bytes[sg])
+			continue;
+		G->speed[sg] = seg_bytes[sg] + seg_lb[sg] <= lmin.bytes;
+		if (info) {
+			if (G->speed[sg])
+				info->segments_speed++;
+			else
+				info->segments_memory++;
+		}
+	}
+	free(seg_bytes);
+	free(seg_lb);
+}
+
+/* Speed-centric: rebuild the whole of segment sg once and keep it. */
+static void rc_rebuild_segment(struct rc_state *S, const struct rc_segs *G, uint32_t sg)
+{
+	const struct mp_net *net = S->net;
+
+	for (uint32_t j = G->start[sg]; j < G->start[sg + 1]; j++) {
+		const struct mp_op *f = &net->ops[G->ops[j]];
+
+		for (uint32_t m = 0; m < f->n_out; m++)
+			if (S->dropped[f->out[m]] && !S->avail[f->out[m]] &&
+			    G->of_op[net->tensors[f->out[m]].producer] == sg)
+				ensure(S, f->out[m], false);
+	}
+}
+
+/* The sequence: forward as routed, then each backward op preceded by the
+ * recomputation of what it reads and is not there.  Past S->max_e entries,
+ * S->e is NULL and S->n_e UINT32_MAX. */
+static void rc_sequence(struct rc_state *S, const struct mp_route *r, const struct rc_segs *G,
+			const uint8_t *keep_in)
+{
+	const struct mp_net *net = S->net;
+
+	for (uint32_t i = 0; i < r->n_fwd; i++)
+		push_entry(S, r->op[i], false);
+	for (uint32_t i = r->n_fwd; i < r->n; i++) {
+		const struct mp_op *op = &net->ops[r->op[i]];
+
+		for (uint32_t k = 0; k < op->n_in; k++) {
+			int32_t t = op->in[k];
+			uint32_t sg;
+
+			if (!S->dropped[t] || S->avail[t])
+				continue;
+			sg = G->of_op[net->tensors[t].producer];
+			if (keep_in) {
+				ensure(S, t, !keep_in[t]);
+				continue;
+			}
+			if (G->speed[sg])
+				rc_rebuild_segment(S, G, sg);
+			ensure(S, t, !G->speed[sg]);
+		}
+		push_entry(S, r->op[i], false);
+		if (S->max_e && S->n_e > S->max_e) {
+			free(S->e);
+			S->e = NULL;
+			S->n_e = UINT32_MAX;
+			break;
+		}
+		/* memory-centric results are dropped again after their reader */
+		while (S->n_tmp) {
+			int32_t t = S->tmp_list[--S->n_tmp];
+
+			S->avail[t] = 0;
+			S->temp[t] = 0;
+		}
+	}
+}
+
 /*
  * The recompute sequence.  dropped == NULL: SuperNeurons' rule (tensors of
  * non-checkpoint layers, decided below) with cost-aware segment modes; else
@@ -333,13 +576,10 @@ static uint32_t recompute_core(const struct mp_net *net, const struct mp_route *
 			       struct mp_recompute_info *info, uint8_t *dropped_out,
 			       uint8_t *keep_out)
 {
-	uint32_t nt = net->n_tensors, n_seg;
+	uint32_t nt = net->n_tensors;
 	struct rc_state S = { 0 };
-	struct mp_layer_min lmin;
-	uint32_t *seg_of_op = mp_xcalloc(net->n_ops + 1, sizeof(*seg_of_op));
-	uint32_t *seg_start, *seg_ops;
-	uint64_t *seg_bytes, *seg_lb;
-	uint8_t *speed;
+	struct rc_segs G = { 0 };
+
 	S.net = net;
 	S.max_e = max_entries;
 	policy_writers_build(net, r, &S.w);
@@ -349,208 +589,15 @@ static uint32_t recompute_core(const struct mp_net *net, const struct mp_route *
 	S.on_stack = mp_xcalloc(nt, 1);
 	S.tmp_list = mp_xmalloc((nt + 1) * sizeof(*S.tmp_list));
 	S.stack = mp_xmalloc((nt + 1) * sizeof(*S.stack));
-	/* segments: forward ops between consecutive checkpoints, and a segment
-	 * longer than POLICY_MAX_SEGMENT ends at the next cut of the forward
-	 * graph, which is kept as a checkpoint's output is (never dropped) */
 	S.cut_kept = mp_xcalloc(nt + 1, 1);
-	{
-		uint32_t *at = mp_xmalloc((r->n_fwd + 1) * sizeof(*at)), nb, b = 0, len = 0;
-		int32_t *in = mp_xmalloc((2 * r->n_fwd + 2) * sizeof(*in));
-
-		nb = dropped_in ? 0 : route_bounds(net, r, 1, at, in);
-		n_seg = 0;
-		for (uint32_t i = 0; i < r->n_fwd; i++) {
-			if (is_checkpoint(net, o, r->op[i])) {
-				n_seg++;
-				len = 0;
-			}
-			seg_of_op[r->op[i]] = n_seg;
-			len++;
-			while (b < nb && at[b] < i)
-				b++;
-			if (b < nb && at[b] == i && len >= POLICY_MAX_SEGMENT) {
-				S.cut_kept[in[2 * b]] = 1;
-				n_seg++;
-				len = 0;
-			}
-		}
-		free(at);
-		free(in);
-	}
-	n_seg++;
-	/* forward ops of each segment, in route order (CSR) */
-	seg_start = mp_xcalloc(n_seg + 2, sizeof(*seg_start));
-	seg_ops = mp_xmalloc((r->n_fwd + 1) * sizeof(*seg_ops));
-	for (uint32_t i = 0; i < r->n_fwd; i++)
-		seg_start[seg_of_op[r->op[i]] + 1]++;
-	for (uint32_t sg = 0; sg < n_seg; sg++)
-		seg_start[sg + 1] += seg_start[sg];
-	{
-		uint32_t *f = mp_xcalloc(n_seg + 1, sizeof(*f));
-
-		for (uint32_t i = 0; i < r->n_fwd; i++) {
-			uint32_t sg = seg_of_op[r->op[i]];
-
-			seg_ops[seg_start[sg] + f[sg]++] = (uint32_t)r->op[i];
-		}
-		free(f);
-	}
+	rc_segments(&S, r, o, !dropped_in, &G);
 	S.keep = keep_in;
-	if (dropped_in) {
+	if (dropped_in)
 		memcpy(S.dropped, dropped_in, nt);
-		goto decided;
-	}
-	/* dropped: saved for backward, written in forward only by recomputable,
-	 * non-checkpoint ops whose inputs are themselves dropped, resident, or
-	 * saved for backward anyway.  Rebuilding a tensor from an input that
-	 * would otherwise be dead by then only trades one tensor for another
-	 * (a non-in-place relu after a conv), so such tensors are kept.  One pass
-	 * in forward order decides, as inputs come before outputs. */
-	{
-		/* need[t]: first backward step reading t; interval[step]: the
-		 * number of checkpoint backward ops before it.  An offloaded input
-		 * is prefetched at the checkpoint before its first use, so
-		 * rebuilding t from it costs no extra residency only when both
-		 * first uses fall between the same two checkpoints. */
-		uint32_t *need = mp_xmalloc((nt + 1) * sizeof(*need));
-		uint32_t *interval = mp_xcalloc(r->n + 1, sizeof(*interval));
-
-		for (uint32_t t = 0; t < nt; t++)
-			need[t] = UINT32_MAX;
-		for (uint32_t i = r->n_fwd; i < r->n; i++) {
-			const struct mp_op *op = &net->ops[r->op[i]];
-
-			interval[i + 1] = interval[i] + (op->phase == MP_PHASE_BWD && is_checkpoint(net, o, op->fwd));
-			for (uint32_t k = 0; k < op->n_in; k++)
-				if (need[op->in[k]] == UINT32_MAX)
-					need[op->in[k]] = i;
-		}
-		for (uint32_t i = 0; i < r->n_fwd; i++) {
-			const struct mp_op *fop = &net->ops[r->op[i]];
-
-			for (uint32_t m = 0; m < fop->n_out; m++) {
-				int32_t t = fop->out[m];
-				const struct mp_tensor *x = &net->tensors[t];
-				int ok = need[t] != UINT32_MAX && !S.dropped[t] && !S.cut_kept[t] && x->kind == MP_TK_ACTIVATION &&
-					 !sched_persistent(x) && S.w.list[S.w.start[t]] == (uint32_t)r->op[i];
-
-				for (uint32_t j = S.w.start[t]; ok && j < S.w.start[t + 1]; j++) {
-					const struct mp_op *wop = &net->ops[S.w.list[j]];
-
-					ok = wop->recomputable && !is_checkpoint(net, o, (int32_t)S.w.list[j]);
-					for (uint32_t k = 0; ok && k < wop->n_in; k++) {
-						int32_t in = wop->in[k];
-						int moved = S.dropped[in] || ckpt_tensor(net, o, in);
-
-						if (in == t || sched_persistent(&net->tensors[in]))
-							continue;
-						/* the input must be kept for backward anyway, and
-						 * if it is itself moved (offloaded or rebuilt),
-						 * needed in the same checkpoint interval */
-						ok = need[in] != UINT32_MAX &&
-						     (!moved || o->loose_rebuild ||
-						      interval[need[in]] == interval[need[t]]);
-						if (!ok && need[in] != UINT32_MAX && info)
-							info->rule_blocked++;
-					}
-				}
-				/* rebuilding re-runs the writers whole: it must not
-				 * materialise more than it rebuilds (a dead-end batch
-				 * norm's large output for its small statistics) */
-				for (uint32_t j = S.w.start[t]; ok && j < S.w.start[t + 1]; j++) {
-					const struct mp_op *wop = &net->ops[S.w.list[j]];
-					uint64_t extra = 0;
-
-					for (uint32_t k = 0; k < wop->n_out; k++)
-						if (wop->out[k] != t && !S.dropped[wop->out[k]])
-							extra += net->tensors[wop->out[k]].bytes;
-					ok = extra <= x->bytes;
-				}
-				if (ok)
-					S.dropped[t] = 1;
-			}
-		}
-		free(need);
-		free(interval);
-	}
-decided:
-	/* cost-aware choice per segment: sum of its dropped tensors plus the
-	 * largest backward op of the segment, against l_peak (SuperNeurons 3.4) */
-	policy_layer_min(net, r, &lmin);
-	seg_bytes = mp_xcalloc(n_seg, sizeof(*seg_bytes));
-	seg_lb = mp_xcalloc(n_seg, sizeof(*seg_lb));
-	speed = mp_xcalloc(n_seg, 1);
-	for (uint32_t t = 0; t < nt; t++)
-		if (S.dropped[t])
-			seg_bytes[seg_of_op[net->tensors[t].producer]] += net->tensors[t].bytes;
-	for (uint32_t i = r->n_fwd; i < r->n; i++) {
-		const struct mp_op *op = &net->ops[r->op[i]];
-
-		if (op->phase == MP_PHASE_BWD && op->fwd >= 0) {
-			uint32_t sg = seg_of_op[op->fwd];
-			uint64_t b = policy_op_bytes(net, r->op[i]);
-
-			if (b > seg_lb[sg])
-				seg_lb[sg] = b;
-		}
-	}
-	for (uint32_t sg = 0; sg < n_seg && !keep_in; sg++) {
-		if (!seg_bytes[sg])
-			continue;
-		speed[sg] = seg_bytes[sg] + seg_lb[sg] <= lmin.bytes;
-		if (info) {
-			if (speed[sg])
-				info->segments_speed++;
-			else
-				info->segments_memory++;
-		}
-	}
-	/* the sequence: forward as routed, then each backward op preceded by the
-	 * recomputation of what it reads and is not there */
-	for (uint32_t i = 0; i < r->n_fwd; i++)
-		push_entry(&S, r->op[i], false);
-	for (uint32_t i = r->n_fwd; i < r->n; i++) {
-		const struct mp_op *op = &net->ops[r->op[i]];
-
-		for (uint32_t k = 0; k < op->n_in; k++) {
-			int32_t t = op->in[k];
-			uint32_t sg;
-
-			if (!S.dropped[t] || S.avail[t])
-				continue;
-			sg = seg_of_op[net->tensors[t].producer];
-			if (keep_in) {
-				ensure(&S, t, !keep_in[t]);
-				continue;
-			}
-			if (speed[sg]) {
-				/* speed-centric: rebuild the whole segment once and keep it */
-				for (uint32_t j = seg_start[sg]; j < seg_start[sg + 1]; j++) {
-					const struct mp_op *f = &net->ops[seg_ops[j]];
-
-					for (uint32_t m = 0; m < f->n_out; m++)
-						if (S.dropped[f->out[m]] && !S.avail[f->out[m]] &&
-						    seg_of_op[net->tensors[f->out[m]].producer] == sg)
-							ensure(&S, f->out[m], false);
-				}
-			}
-			ensure(&S, t, !speed[sg]);
-		}
-		push_entry(&S, r->op[i], false);
-		if (S.max_e && S.n_e > S.max_e) {
-			free(S.e);
-			S.e = NULL;
-			S.n_e = UINT32_MAX;
-			break;
-		}
-		/* memory-centric results are dropped again after their reader */
-		while (S.n_tmp) {
-			int32_t t = S.tmp_list[--S.n_tmp];
-
-			S.avail[t] = 0;
-			S.temp[t] = 0;
-		}
-	}
+	else
+		rc_decide_dropped(&S, r, o, info);
+	rc_segment_modes(&S, r, &G, keep_in, info);
+	rc_sequence(&S, r, &G, keep_in);
 	if (info && S.n_e != UINT32_MAX)
 		info->extra_ops = S.n_e - r->n;
 	*entries = S.e;
@@ -559,13 +606,11 @@ decided:
 	if (keep_out)
 		for (uint32_t t = 0; t < nt; t++)
 			keep_out[t] = S.dropped[t] && (keep_in ? keep_in[t] :
-						       speed[seg_of_op[net->tensors[t].producer]]);
-	free(seg_of_op);
-	free(seg_start);
-	free(seg_ops);
-	free(seg_bytes);
-	free(seg_lb);
-	free(speed);
+						       G.speed[G.of_op[net->tensors[t].producer]]);
+	free(G.of_op);
+	free(G.start);
+	free(G.ops);
+	free(G.speed);
 	free(S.w.start);
 	free(S.w.list);
 	free(S.dropped);

@@ -54,48 +54,60 @@ static void add_edge(struct edge **e, uint32_t *n, uint32_t *cap, uint32_t src, 
 	(*e)[(*n)++] = (struct edge){ src, dst };
 }
 
-int route_build(const struct mp_net *net, struct mp_route *r, struct mp_error *err)
-{
-	char wb[64];
-	uint32_t n = net->n_ops, nt = net->n_tensors;
-	uint32_t *wstart = mp_xcalloc(nt + 1, sizeof(*wstart)), *wlist, *fill;
+struct frame {
+	uint32_t node, next;
+};
+
+/* The dependency graph route_build walks: ops are nodes 0 .. n - 1, the
+ * barriers that join several writers of one tensor nodes n .. n_nodes - 1. */
+struct route_graph {
+	const struct mp_net *net;
+	uint32_t n, nt;
+	uint32_t *wstart;          /* [nt + 1] writers of each tensor (CSR) */
+	uint32_t *wlist;           /* [writers] */
 	uint8_t *wreads;           /* [writers] the writer also reads the tensor */
-	uint32_t *inmark = mp_xcalloc(nt + 1, sizeof(*inmark)), *outmark = mp_xcalloc(nt + 1, sizeof(*outmark));
 	/* per (tensor, phase): writers of the phase, all and pure (not reading
 	 * it), the single one when there is one, and the barrier node standing
 	 * for several (UINT32_MAX until needed) */
-	uint32_t *n_all = mp_xcalloc(3 * (size_t)nt + 1, sizeof(*n_all));
-	uint32_t *n_pure = mp_xcalloc(3 * (size_t)nt + 1, sizeof(*n_pure));
-	uint32_t *one_all = mp_xmalloc((3 * (size_t)nt + 1) * sizeof(*one_all));
-	uint32_t *one_pure = mp_xmalloc((3 * (size_t)nt + 1) * sizeof(*one_pure));
-	uint32_t *bar_all = mp_xmalloc((3 * (size_t)nt + 1) * sizeof(*bar_all));
-	uint32_t *bar_pure = mp_xmalloc((3 * (size_t)nt + 1) * sizeof(*bar_pure));
-	uint8_t *min_phase = mp_xmalloc(nt + 1);
-	uint32_t *mark = NULL, n_nodes = n, cap_bar = 0, *bar_phase = NULL;
-	uint32_t *npred = NULL, *cnt = NULL, *cstart = NULL;
-	struct edge *el = NULL;
-	uint32_t n_el = 0, cap_el = 0;
-	struct child *edges = NULL;
-	int64_t *key = NULL;
-	struct { uint32_t node, next; } *stack = NULL;
-	int rc = -1;
+	uint32_t *n_all, *n_pure, *one_all, *one_pure, *bar_all, *bar_pure;
+	uint8_t *min_phase;        /* [nt] earliest phase writing the tensor */
+	uint32_t n_nodes, cap_bar, *bar_phase;
+	struct edge *el;           /* [n_el] dependency edges */
+	uint32_t n_el, cap_el;
+	uint32_t *npred;           /* [n_nodes] predecessors, deduplicated */
+	uint32_t *cnt;             /* [n_nodes] predecessors placed so far */
+	uint32_t *cstart;          /* [n_nodes + 1] children of each node (CSR) */
+	struct child *edges;       /* [n_el] the children, sorted per phase */
+	int64_t *key;              /* [n_nodes] visiting order */
+	struct frame *stack;       /* [n_nodes] the depth-first walk */
+};
 
-	memset(r, 0, sizeof(*r));
-	r->op = mp_xmalloc((n + 1) * sizeof(*r->op));
-	r->pos = mp_xmalloc((n + 1) * sizeof(*r->pos));
-	for (uint32_t i = 0; i < n; i++)
-		r->pos[i] = UINT32_MAX;
+/* Writers of each tensor (CSR), whether each also reads it, and their
+ * counts per (tensor, phase). */
+static void route_writers(struct route_graph *G)
+{
+	const struct mp_net *net = G->net;
+	uint32_t n = G->n, nt = G->nt;
+	uint32_t *inmark = mp_xcalloc(nt + 1, sizeof(*inmark)), *fill;
+
+	G->wstart = mp_xcalloc(nt + 1, sizeof(*G->wstart));
+	G->n_all = mp_xcalloc(3 * (size_t)nt + 1, sizeof(*G->n_all));
+	G->n_pure = mp_xcalloc(3 * (size_t)nt + 1, sizeof(*G->n_pure));
+	G->one_all = mp_xmalloc((3 * (size_t)nt + 1) * sizeof(*G->one_all));
+	G->one_pure = mp_xmalloc((3 * (size_t)nt + 1) * sizeof(*G->one_pure));
+	G->bar_all = mp_xmalloc((3 * (size_t)nt + 1) * sizeof(*G->bar_all));
+	G->bar_pure = mp_xmalloc((3 * (size_t)nt + 1) * sizeof(*G->bar_pure));
+	G->min_phase = mp_xmalloc(nt + 1);
 	for (size_t i = 0; i < 3 * (size_t)nt; i++)
-		bar_all[i] = bar_pure[i] = UINT32_MAX;
-	memset(min_phase, 3, nt + 1);
-	/* writers of each tensor (CSR), and whether each also reads it */
+		G->bar_all[i] = G->bar_pure[i] = UINT32_MAX;
+	memset(G->min_phase, 3, nt + 1);
 	for (uint32_t o = 0; o < n; o++)
 		for (uint32_t k = 0; k < net->ops[o].n_out; k++)
-			wstart[net->ops[o].out[k] + 1]++;
+			G->wstart[net->ops[o].out[k] + 1]++;
 	for (uint32_t t = 0; t < nt; t++)
-		wstart[t + 1] += wstart[t];
-	wlist = mp_xmalloc((wstart[nt] + 1) * sizeof(*wlist));
-	wreads = mp_xcalloc(wstart[nt] + 1, 1);
+		G->wstart[t + 1] += G->wstart[t];
+	G->wlist = mp_xmalloc((G->wstart[nt] + 1) * sizeof(*G->wlist));
+	G->wreads = mp_xcalloc(G->wstart[nt] + 1, 1);
 	fill = mp_xcalloc(nt + 1, sizeof(*fill));
 	for (uint32_t o = 0; o < n; o++) {
 		const struct mp_op *op = &net->ops[o];
@@ -104,25 +116,52 @@ int route_build(const struct mp_net *net, struct mp_route *r, struct mp_error *e
 			inmark[op->in[k]] = o + 1;
 		for (uint32_t k = 0; k < op->n_out; k++) {
 			int32_t t = op->out[k];
-			uint32_t slot = wstart[t] + fill[t]++;
+			uint32_t slot = G->wstart[t] + fill[t]++;
 			size_t tp = 3 * (size_t)t + op->phase;
 
-			wlist[slot] = o;
-			wreads[slot] = inmark[t] == o + 1;
-			if (op->phase < min_phase[t])
-				min_phase[t] = (uint8_t)op->phase;
-			if (n_all[tp]++ == 0)
-				one_all[tp] = o;
-			if (!wreads[slot] && n_pure[tp]++ == 0)
-				one_pure[tp] = o;
+			G->wlist[slot] = o;
+			G->wreads[slot] = inmark[t] == o + 1;
+			if (op->phase < G->min_phase[t])
+				G->min_phase[t] = (uint8_t)op->phase;
+			if (G->n_all[tp]++ == 0)
+				G->one_all[tp] = o;
+			if (!G->wreads[slot] && G->n_pure[tp]++ == 0)
+				G->one_pure[tp] = o;
 		}
 	}
 	free(fill);
-	/* dependencies within a phase: a reader waits for the writers of what it
-	 * reads (an in-place updater, for the pure writers only).  Several
-	 * writers are joined by one barrier node, so W writers and R readers of
-	 * one tensor cost W + R edges, not W * R.  Cross-phase reads must look
-	 * backward: a later phase runs later. */
+	free(inmark);
+}
+
+/* Op o reads tensor t, which nothing of its phase or before writes. */
+static void route_unwritten_error(const struct route_graph *G, uint32_t o, uint32_t k, struct mp_error *err)
+{
+	const struct mp_op *op = &G->net->ops[o];
+	int32_t t = op->in[k];
+	int only_self = G->wstart[t + 1] - G->wstart[t] == 1 && G->wlist[G->wstart[t]] == o;
+	char wb[64];
+
+	if (only_self)
+		mp_error_set(err, "%sop '%s' reads '%s', which no earlier op writes",
+			     where(op, k, wb, sizeof(wb)), op->name, G->net->tensors[t].name);
+	else
+		mp_error_set(err, "%s%s op '%s' reads '%s', which only a later phase writes",
+			     where(op, k, wb, sizeof(wb)), mp_phase_name(op->phase), op->name,
+			     G->net->tensors[t].name);
+}
+
+/* Dependencies within a phase: a reader waits for the writers of what it
+ * reads (an in-place updater, for the pure writers only).  Several writers
+ * are joined by one barrier node, so W writers and R readers of one tensor
+ * cost W + R edges, not W * R.  Cross-phase reads must look backward: a
+ * later phase runs later.  0, or -1 with *err. */
+static int route_deps(struct route_graph *G, struct mp_error *err)
+{
+	const struct mp_net *net = G->net;
+	uint32_t n = G->n;
+	uint32_t *outmark = mp_xcalloc(G->nt + 1, sizeof(*outmark));
+	int rc = -1;
+
 	for (uint32_t o = 0; o < n; o++) {
 		const struct mp_op *op = &net->ops[o];
 
@@ -132,156 +171,256 @@ int route_build(const struct mp_net *net, struct mp_route *r, struct mp_error *e
 			int32_t t = op->in[k];
 			int inplace = outmark[t] == o + 1;
 			size_t tp = 3 * (size_t)t + op->phase;
-			uint32_t cnt_w = inplace ? n_pure[tp] : n_all[tp], *bar = inplace ? &bar_pure[tp] : &bar_all[tp];
-			int earlier = persistent(&net->tensors[t]) || min_phase[t] < op->phase || cnt_w > 0;
+			uint32_t cnt_w = inplace ? G->n_pure[tp] : G->n_all[tp];
+			uint32_t *bar = inplace ? &G->bar_pure[tp] : &G->bar_all[tp];
+			int earlier = persistent(&net->tensors[t]) || G->min_phase[t] < op->phase || cnt_w > 0;
 
 			if (!earlier) {
-				int only_self = wstart[t + 1] - wstart[t] == 1 && wlist[wstart[t]] == o;
-
-				if (only_self)
-					mp_error_set(err, "%sop '%s' reads '%s', which no earlier op writes",
-						     where(op, k, wb, sizeof(wb)), op->name, net->tensors[t].name);
-				else
-					mp_error_set(err, "%s%s op '%s' reads '%s', which only a later phase writes",
-						     where(op, k, wb, sizeof(wb)), mp_phase_name(op->phase), op->name,
-						     net->tensors[t].name);
+				route_unwritten_error(G, o, k, err);
 				goto out;
 			}
 			if (cnt_w == 1) {
-				uint32_t w = inplace ? one_pure[tp] : one_all[tp];
+				uint32_t w = inplace ? G->one_pure[tp] : G->one_all[tp];
 
 				if (w != o)
-					add_edge(&el, &n_el, &cap_el, w, o);
+					add_edge(&G->el, &G->n_el, &G->cap_el, w, o);
 				continue;
 			}
 			if (cnt_w == 0)
 				continue;
 			if (*bar == UINT32_MAX) {
-				*bar = n_nodes++;
-				mp_grow((void **)&bar_phase, &cap_bar, *bar - n + 1, sizeof(*bar_phase));
-				bar_phase[*bar - n] = op->phase;
-				for (uint32_t w = wstart[t]; w < wstart[t + 1]; w++)
-					if (net->ops[wlist[w]].phase == op->phase && !(inplace && wreads[w]))
-						add_edge(&el, &n_el, &cap_el, wlist[w], *bar);
+				*bar = G->n_nodes++;
+				mp_grow((void **)&G->bar_phase, &G->cap_bar, *bar - n + 1, sizeof(*G->bar_phase));
+				G->bar_phase[*bar - n] = op->phase;
+				for (uint32_t w = G->wstart[t]; w < G->wstart[t + 1]; w++)
+					if (net->ops[G->wlist[w]].phase == op->phase && !(inplace && G->wreads[w]))
+						add_edge(&G->el, &G->n_el, &G->cap_el, G->wlist[w], *bar);
 			}
-			add_edge(&el, &n_el, &cap_el, *bar, o);
+			add_edge(&G->el, &G->n_el, &G->cap_el, *bar, o);
 		}
 	}
-	/* children of each node (CSR), deduplicated per destination */
-	npred = mp_xcalloc(n_nodes + 1, sizeof(*npred));
-	cnt = mp_xcalloc(n_nodes + 1, sizeof(*cnt));
-	mark = mp_xmalloc((n_nodes + 1) * sizeof(*mark));
-	key = mp_xmalloc((n_nodes + 1) * sizeof(*key));
-	stack = mp_xmalloc((n_nodes + 1) * sizeof(*stack));
-	cstart = mp_xcalloc(n_nodes + 2, sizeof(*cstart));
-	edges = mp_xmalloc((n_el + 1) * sizeof(*edges));
-	{
-		uint32_t *f = mp_xcalloc(n_nodes + 1, sizeof(*f)), kept = 0;
+	rc = 0;
+out:
+	free(outmark);
+	return rc;
+}
 
-		/* drop duplicate (src, dst) pairs: an op reading two tensors of one
-		 * writer depends on it once */
-		for (uint32_t i = 0; i <= n_nodes; i++)
-			mark[i] = UINT32_MAX;
-		{
-			/* group by destination to dedupe with one mark per source */
-			uint32_t *dstart = mp_xcalloc(n_nodes + 2, sizeof(*dstart)), *dl;
+/* Drop duplicate (src, dst) edges (an op reading two tensors of one writer
+ * depends on it once) and count each node's predecessors; grouping the
+ * edges by destination dedupes them with one mark per source. */
+static void route_dedupe(struct route_graph *G)
+{
+	uint32_t n_nodes = G->n_nodes, kept = 0;
+	uint32_t *f = mp_xcalloc(n_nodes + 1, sizeof(*f));
+	uint32_t *mark = mp_xmalloc((n_nodes + 1) * sizeof(*mark));
+	uint32_t *dstart = mp_xcalloc(n_nodes + 2, sizeof(*dstart)), *dl;
+	struct edge *el = G->el;
 
-			for (uint32_t e = 0; e < n_el; e++)
-				dstart[el[e].dst + 1]++;
-			for (uint32_t v = 0; v < n_nodes; v++)
-				dstart[v + 1] += dstart[v];
-			dl = mp_xmalloc((n_el + 1) * sizeof(*dl));
-			for (uint32_t e = 0; e < n_el; e++)
-				dl[dstart[el[e].dst] + f[el[e].dst]++] = el[e].src;
-			for (uint32_t v = 0; v < n_nodes; v++)
-				for (uint32_t e = dstart[v]; e < dstart[v + 1]; e++) {
-					uint32_t src = dl[e];
+	for (uint32_t i = 0; i <= n_nodes; i++)
+		mark[i] = UINT32_MAX;
+	for (uint32_t e = 0; e < G->n_el; e++)
+		dstart[el[e].dst + 1]++;
+	for (uint32_t v = 0; v < n_nodes; v++)
+		dstart[v + 1] += dstart[v];
+	dl = mp_xmalloc((G->n_el + 1) * sizeof(*dl));
+	for (uint32_t e = 0; e < G->n_el; e++)
+		dl[dstart[el[e].dst] + f[el[e].dst]++] = el[e].src;
+	for (uint32_t v = 0; v < n_nodes; v++)
+		for (uint32_t e = dstart[v]; e < dstart[v + 1]; e++) {
+			uint32_t src = dl[e];
 
-					if (mark[src] == v)
-						continue;
-					mark[src] = v;
-					el[kept++] = (struct edge){ src, v };
-					npred[v]++;
+			if (mark[src] == v)
+				continue;
+			mark[src] = v;
+			el[kept++] = (struct edge){ src, v };
+			G->npred[v]++;
+		}
+	G->n_el = kept;
+	free(dstart);
+	free(dl);
+	free(mark);
+	free(f);
+}
+
+/* Children of each node (CSR), deduplicated per destination. */
+static void route_children(struct route_graph *G)
+{
+	uint32_t n_nodes = G->n_nodes, *f;
+
+	G->npred = mp_xcalloc(n_nodes + 1, sizeof(*G->npred));
+	G->cnt = mp_xcalloc(n_nodes + 1, sizeof(*G->cnt));
+	G->key = mp_xmalloc((n_nodes + 1) * sizeof(*G->key));
+	G->stack = mp_xmalloc((n_nodes + 1) * sizeof(*G->stack));
+	G->cstart = mp_xcalloc(n_nodes + 2, sizeof(*G->cstart));
+	G->edges = mp_xmalloc((G->n_el + 1) * sizeof(*G->edges));
+	route_dedupe(G);
+	f = mp_xcalloc(n_nodes + 1, sizeof(*f));
+	for (uint32_t e = 0; e < G->n_el; e++)
+		G->cstart[G->el[e].src + 1]++;
+	for (uint32_t v = 0; v < n_nodes; v++)
+		G->cstart[v + 1] += G->cstart[v];
+	for (uint32_t e = 0; e < G->n_el; e++)
+		G->edges[G->cstart[G->el[e].src] + f[G->el[e].src]++].op = (int32_t)G->el[e].dst;
+	free(f);
+}
+
+/* Keys of phase ph's nodes: forward by file order; backward by reverse
+ * forward step of the layer's forward op; optimizer by forward step; a
+ * barrier takes its first reader's.  Sorts each node's children by key and
+ * fills roots[] (the nodes without predecessors), sorted too; returns their
+ * count. */
+static uint32_t route_phase_keys(struct route_graph *G, const struct mp_route *r, int ph, struct child *roots)
+{
+	const struct mp_net *net = G->net;
+	uint32_t n = G->n, n_roots = 0, *cstart = G->cstart;
+	int64_t *key = G->key;
+
+	for (uint32_t o = 0; o < n; o++) {
+		const struct mp_op *op = &net->ops[o];
+
+		if ((int)op->phase != ph)
+			continue;
+		if (ph == MP_PHASE_BWD && op->fwd >= 0)
+			key[o] = -(int64_t)r->pos[op->fwd];
+		else if (ph == MP_PHASE_OPT && op->layer >= 0 && net->layers[op->layer].fwd_op >= 0)
+			key[o] = r->pos[net->layers[op->layer].fwd_op];
+		else if (ph != MP_PHASE_FWD)
+			key[o] = (int64_t)n + op->index;
+		if (G->npred[o] == 0)
+			roots[n_roots++] = (struct child){ key[o], (int32_t)o };
+	}
+	for (uint32_t b = n; b < G->n_nodes; b++) {
+		if ((int)G->bar_phase[b - n] != ph)
+			continue;
+		key[b] = INT64_MAX;
+		for (uint32_t e = cstart[b]; e < cstart[b + 1]; e++)
+			if (key[G->edges[e].op] < key[b])
+				key[b] = key[G->edges[e].op];
+	}
+	for (uint32_t v = 0; v < G->n_nodes; v++) {
+		if ((v < n ? (int)net->ops[v].phase : (int)G->bar_phase[v - n]) != ph)
+			continue;
+		for (uint32_t e = cstart[v]; e < cstart[v + 1]; e++)
+			G->edges[e].key = key[G->edges[e].op];
+		if (cstart[v + 1] - cstart[v] > 1)
+			qsort(G->edges + cstart[v], cstart[v + 1] - cstart[v], sizeof(*G->edges), cmp_child);
+	}
+	qsort(roots, n_roots, sizeof(*roots), cmp_child);
+	return n_roots;
+}
+
+/* Depth-first from root, placing a node once all its predecessors are (the
+ * join counter); barriers only pass the walk on. */
+static void route_walk(struct route_graph *G, struct mp_route *r, int32_t root)
+{
+	struct frame *stack = G->stack;
+	uint32_t sp = 0, *cstart = G->cstart;
+
+	stack[sp].node = (uint32_t)root;
+	stack[sp++].next = cstart[root];
+	r->pos[root] = r->n;
+	r->op[r->n++] = root;
+	while (sp) {
+		uint32_t u = stack[sp - 1].node, e = stack[sp - 1].next, v;
+
+		if (e == cstart[u + 1]) {
+			sp--;
+			continue;
+		}
+		stack[sp - 1].next++;
+		v = (uint32_t)G->edges[e].op;
+		if (++G->cnt[v] < G->npred[v])
+			continue; /* a join: wait for the other predecessors */
+		if (v < G->n) {
+			r->pos[v] = r->n;
+			r->op[r->n++] = (int32_t)v;
+		}
+		stack[sp].node = v;
+		stack[sp++].next = cstart[v];
+	}
+}
+
+/* Some op is unplaced, so it has an unplaced predecessor: walk back n
+ * steps, which lands on the cycle, then name the input that closes it. */
+static void route_cycle_error(const struct route_graph *G, const struct mp_route *r, struct mp_error *err)
+{
+	const struct mp_net *net = G->net;
+	uint32_t n = G->n, u = 0, via = 0, pred = 0;
+	char wb[64];
+
+	while (r->pos[u] != UINT32_MAX)
+		u++;
+	for (uint32_t guard = 0; guard <= n; guard++) {
+		const struct mp_op *op = &net->ops[u];
+		uint32_t next = u;
+
+		for (uint32_t k = 0; k < op->n_in && next == u; k++) {
+			int32_t t = op->in[k];
+
+			for (uint32_t w = G->wstart[t]; w < G->wstart[t + 1]; w++)
+				if (G->wlist[w] != u && r->pos[G->wlist[w]] == UINT32_MAX &&
+				    net->ops[G->wlist[w]].phase == op->phase) {
+					next = G->wlist[w];
+					via = k;
+					break;
 				}
-			free(dstart);
-			free(dl);
-			n_el = kept;
 		}
-		memset(f, 0, (n_nodes + 1) * sizeof(*f));
-		for (uint32_t e = 0; e < n_el; e++)
-			cstart[el[e].src + 1]++;
-		for (uint32_t v = 0; v < n_nodes; v++)
-			cstart[v + 1] += cstart[v];
-		for (uint32_t e = 0; e < n_el; e++)
-			edges[cstart[el[e].src] + f[el[e].src]++].op = (int32_t)el[e].dst;
-		free(f);
+		if (next == u)
+			break;
+		pred = next;
+		if (guard == n)
+			break;
+		u = next;
 	}
+	mp_error_set(err, "%scycle: op '%s' depends on itself through '%s'",
+		     where(&net->ops[u], via, wb, sizeof(wb)), net->ops[u].name, net->ops[pred].name);
+}
+
+static void route_graph_release(struct route_graph *G)
+{
+	free(G->wstart);
+	free(G->wlist);
+	free(G->wreads);
+	free(G->n_all);
+	free(G->n_pure);
+	free(G->one_all);
+	free(G->one_pure);
+	free(G->bar_all);
+	free(G->bar_pure);
+	free(G->min_phase);
+	free(G->bar_phase);
+	free(G->el);
+	free(G->npred);
+	free(G->cnt);
+	free(G->key);
+	free(G->stack);
+	free(G->cstart);
+	free(G->edges);
+}
+
+int route_build(const struct mp_net *net, struct mp_route *r, struct mp_error *err)
+{
+	uint32_t n = net->n_ops;
+	struct route_graph G = { .net = net, .n = n, .nt = net->n_tensors, .n_nodes = n };
+	int rc = -1;
+
+	memset(r, 0, sizeof(*r));
+	r->op = mp_xmalloc((n + 1) * sizeof(*r->op));
+	r->pos = mp_xmalloc((n + 1) * sizeof(*r->pos));
+	for (uint32_t i = 0; i < n; i++)
+		r->pos[i] = UINT32_MAX;
+	route_writers(&G);
+	if (route_deps(&G, err) < 0)
+		goto out;
+	route_children(&G);
 	for (uint32_t o = 0; o < n; o++)
-		key[o] = net->ops[o].index;
+		G.key[o] = net->ops[o].index;
 	for (int ph = MP_PHASE_FWD; ph <= MP_PHASE_OPT; ph++) {
 		struct child *roots = mp_xmalloc((n + 1) * sizeof(*roots));
-		uint32_t n_roots = 0, start = r->n;
+		uint32_t n_roots = route_phase_keys(&G, r, ph, roots), start = r->n;
 
-		/* keys: forward by file order; backward by reverse forward step of
-		 * the layer's forward op; optimizer by forward step; a barrier
-		 * takes its first reader's */
-		for (uint32_t o = 0; o < n; o++) {
-			const struct mp_op *op = &net->ops[o];
-
-			if ((int)op->phase != ph)
-				continue;
-			if (ph == MP_PHASE_BWD && op->fwd >= 0)
-				key[o] = -(int64_t)r->pos[op->fwd];
-			else if (ph == MP_PHASE_OPT && op->layer >= 0 && net->layers[op->layer].fwd_op >= 0)
-				key[o] = r->pos[net->layers[op->layer].fwd_op];
-			else if (ph != MP_PHASE_FWD)
-				key[o] = (int64_t)n + op->index;
-			if (npred[o] == 0)
-				roots[n_roots++] = (struct child){ key[o], (int32_t)o };
-		}
-		for (uint32_t b = n; b < n_nodes; b++) {
-			if ((int)bar_phase[b - n] != ph)
-				continue;
-			key[b] = INT64_MAX;
-			for (uint32_t e = cstart[b]; e < cstart[b + 1]; e++)
-				if (key[edges[e].op] < key[b])
-					key[b] = key[edges[e].op];
-		}
-		for (uint32_t v = 0; v < n_nodes; v++) {
-			if ((v < n ? (int)net->ops[v].phase : (int)bar_phase[v - n]) != ph)
-				continue;
-			for (uint32_t e = cstart[v]; e < cstart[v + 1]; e++)
-				edges[e].key = key[edges[e].op];
-			if (cstart[v + 1] - cstart[v] > 1)
-				qsort(edges + cstart[v], cstart[v + 1] - cstart[v], sizeof(*edges), cmp_child);
-		}
-		qsort(roots, n_roots, sizeof(*roots), cmp_child);
-		for (uint32_t ri = 0; ri < n_roots; ri++) {
-			uint32_t sp = 0;
-
-			stack[sp].node = (uint32_t)roots[ri].op;
-			stack[sp++].next = cstart[roots[ri].op];
-			r->pos[roots[ri].op] = r->n;
-			r->op[r->n++] = roots[ri].op;
-			while (sp) {
-				uint32_t u = stack[sp - 1].node, e = stack[sp - 1].next, v;
-
-				if (e == cstart[u + 1]) {
-					sp--;
-					continue;
-				}
-				stack[sp - 1].next++;
-				v = (uint32_t)edges[e].op;
-				if (++cnt[v] < npred[v])
-					continue; /* a join: wait for the other predecessors */
-				if (v < n) { /* barriers only pass the walk on */
-					r->pos[v] = r->n;
-					r->op[r->n++] = (int32_t)v;
-				}
-				stack[sp].node = v;
-				stack[sp++].next = cstart[v];
-			}
-		}
+		for (uint32_t ri = 0; ri < n_roots; ri++)
+			route_walk(&G, r, roots[ri].op);
 		free(roots);
 		if (ph == MP_PHASE_FWD)
 			r->n_fwd = r->n - start;
@@ -291,61 +430,12 @@ int route_build(const struct mp_net *net, struct mp_route *r, struct mp_error *e
 			r->n_opt = r->n - start;
 	}
 	if (r->n < n) {
-		/* an unplaced op with an unplaced predecessor: walk back n steps,
-		 * which lands on the cycle, then name the input that closes it */
-		uint32_t u = 0, via = 0, pred = 0;
-
-		while (r->pos[u] != UINT32_MAX)
-			u++;
-		for (uint32_t guard = 0; guard <= n; guard++) {
-			const struct mp_op *op = &net->ops[u];
-			uint32_t next = u;
-
-			for (uint32_t k = 0; k < op->n_in && next == u; k++) {
-				int32_t t = op->in[k];
-
-				for (uint32_t w = wstart[t]; w < wstart[t + 1]; w++)
-					if (wlist[w] != u && r->pos[wlist[w]] == UINT32_MAX &&
-					    net->ops[wlist[w]].phase == op->phase) {
-						next = wlist[w];
-						via = k;
-						break;
-					}
-			}
-			if (next == u)
-				break;
-			pred = next;
-			if (guard == n)
-				break;
-			u = next;
-		}
-		mp_error_set(err, "%scycle: op '%s' depends on itself through '%s'",
-			     where(&net->ops[u], via, wb, sizeof(wb)), net->ops[u].name, net->ops[pred].name);
+		route_cycle_error(&G, r, err);
 		goto out;
 	}
 	rc = 0;
 out:
-	free(wstart);
-	free(wlist);
-	free(wreads);
-	free(inmark);
-	free(outmark);
-	free(n_all);
-	free(n_pure);
-	free(one_all);
-	free(one_pure);
-	free(bar_all);
-	free(bar_pure);
-	free(min_phase);
-	free(bar_phase);
-	free(el);
-	free(npred);
-	free(cnt);
-	free(mark);
-	free(key);
-	free(stack);
-	free(cstart);
-	free(edges);
+	route_graph_release(&G);
 	if (rc < 0)
 		route_release(r);
 	return rc;

@@ -195,29 +195,60 @@ void sched_close(const struct mp_net *net, struct mp_schedule *s)
 	free(on);
 }
 
-void sched_emit(const struct mp_net *net, const struct mp_entry *e, uint32_t n_e,
-		const struct mp_swap *swaps, uint32_t n_swaps, struct mp_schedule *out)
-{
-	uint32_t nt = net->n_tensors;
-	uint8_t *later = mp_xcalloc(nt, 1), *resident = mp_xcalloc(nt, 1), *written = mp_xcalloc(nt, 1);
-	uint8_t *keep = mp_xcalloc(nt, 1), *host_start = mp_xcalloc(nt, 1);
+/* What sched_emit knows of a compute sequence while it emits it. */
+struct emit_state {
+	const struct mp_net *net;
+	const struct mp_entry *e;
+	uint32_t n_e;
+	const struct mp_swap *swaps;
+	struct mp_schedule *out;
+	uint8_t *resident;         /* [nt] */
+	/* gen_start[gs_start[i] + k]: entry i's k-th output starts a generation */
+	uint32_t *gs_start;        /* [n_e + 1] */
+	uint8_t *gen_start;
 	/* releases: for entry i, the tensors whose generation ends there (CSR,
 	 * filled in reverse entry order by the backward pass) */
-	uint32_t *rel_start = mp_xcalloc(n_e + 1, sizeof(*rel_start)), n_rel = 0, cap_rel = 0;
-	int32_t *rel = NULL;
+	uint32_t *rel_start, n_rel;
+	int32_t *rel;              /* [n_rel] */
 	struct swap_index by_out, by_in, by_use, by_wait;
-	uint8_t *gen_start;
-	uint32_t *gs_start = mp_xcalloc(n_e + 1, sizeof(*gs_start));
+};
 
-	swap_index_build(&by_out, swaps, n_swaps, n_e, offsetof(struct mp_swap, out_after));
-	swap_index_build(&by_in, swaps, n_swaps, n_e, offsetof(struct mp_swap, in_at));
-	swap_index_build(&by_use, swaps, n_swaps, n_e, offsetof(struct mp_swap, use_at));
-	swap_index_build(&by_wait, swaps, n_swaps, n_e, offsetof(struct mp_swap, out_wait));
-	for (uint32_t s = 0; s < n_swaps; s++)
-		if (swaps[s].out_after == MP_SWAP_NONE)
-			host_start[swaps[s].tensor] = 1;
-	/* persistent tensors and parameter gradients nobody reads stay resident
-	 * (the latter to the end of the iteration: sched_close) */
+/* Forward: which writes start a generation.  A recompute starts a new one,
+ * unless it updates the tensor in place (an in-place relu re-run after its
+ * producer). */
+static void emit_generations(struct emit_state *E)
+{
+	const struct mp_net *net = E->net;
+	uint8_t *written = mp_xcalloc(net->n_tensors, 1);
+
+	E->gs_start = mp_xcalloc(E->n_e + 1, sizeof(*E->gs_start));
+	for (uint32_t i = 0; i < E->n_e; i++)
+		E->gs_start[i + 1] = E->gs_start[i] + net->ops[E->e[i].op].n_out;
+	E->gen_start = mp_xcalloc(E->gs_start[E->n_e] + 1, 1);
+	for (uint32_t i = 0; i < E->n_e; i++) {
+		const struct mp_op *op = &net->ops[E->e[i].op];
+
+		for (uint32_t k = 0; k < op->n_out; k++) {
+			int32_t t = op->out[k];
+
+			if (!written[t] || (E->e[i].recompute && !op_reads(op, t)))
+				E->gen_start[E->gs_start[i] + k] = 1;
+			written[t] = 1;
+		}
+	}
+	free(written);
+}
+
+/* Backward: the last touch of each generation, where the tensor is
+ * released; a swap's use starts a new generation.  Persistent tensors and
+ * parameter gradients nobody reads stay resident (the latter to the end of
+ * the iteration: sched_close). */
+static void emit_releases(struct emit_state *E)
+{
+	const struct mp_net *net = E->net;
+	uint32_t nt = net->n_tensors, cap_rel = 0;
+	uint8_t *later = mp_xcalloc(nt, 1), *keep = mp_xcalloc(nt, 1);
+
 	for (uint32_t t = 0; t < nt; t++)
 		keep[t] = net->tensors[t].kind == MP_TK_PARAM_GRAD || sched_persistent(&net->tensors[t]);
 	for (uint32_t o = 0; o < net->n_ops; o++)
@@ -227,106 +258,117 @@ void sched_emit(const struct mp_net *net, const struct mp_entry *e, uint32_t n_e
 			if (net->tensors[t].kind == MP_TK_PARAM_GRAD && !sched_persistent(&net->tensors[t]))
 				keep[t] = 0;
 		}
-	/* forward: which writes start a generation */
-	for (uint32_t i = 0; i < n_e; i++)
-		gs_start[i + 1] = gs_start[i] + net->ops[e[i].op].n_out;
-	gen_start = mp_xcalloc(gs_start[n_e] + 1, 1);
-	for (uint32_t i = 0; i < n_e; i++) {
-		const struct mp_op *op = &net->ops[e[i].op];
+	E->rel_start = mp_xcalloc(E->n_e + 1, sizeof(*E->rel_start));
+	for (uint32_t i = E->n_e; i-- > 0;) {
+		const struct mp_op *op = &net->ops[E->e[i].op];
 
-		for (uint32_t k = 0; k < op->n_out; k++) {
-			int32_t t = op->out[k];
-
-			/* a recompute starts a new generation, unless it updates the
-			 * tensor in place (an in-place relu re-run after its producer) */
-			if (!written[t] || (e[i].recompute && !op_reads(op, t)))
-				gen_start[gs_start[i] + k] = 1;
-			written[t] = 1;
-		}
-	}
-	/* backward: last touch of each generation; a swap's use starts a new one */
-	for (uint32_t i = n_e; i-- > 0;) {
-		const struct mp_op *op = &net->ops[e[i].op];
-
-		rel_start[i] = n_rel;
+		E->rel_start[i] = E->n_rel;
 		FOR_TOUCH(op, t, {
 			if (!later[t] && !keep[t]) {
-				mp_grow((void **)&rel, &cap_rel, n_rel + 1, sizeof(*rel));
-				rel[n_rel++] = t;
+				mp_grow((void **)&E->rel, &cap_rel, E->n_rel + 1, sizeof(*E->rel));
+				E->rel[E->n_rel++] = t;
 			}
 			later[t] = 1;
 		});
 		for (uint32_t k = 0; k < op->n_out; k++)
-			if (gen_start[gs_start[i] + k])
+			if (E->gen_start[E->gs_start[i] + k])
 				later[op->out[k]] = 0;
-		for (uint32_t u = by_use.start[i]; u < by_use.start[i + 1]; u++)
-			later[swaps[by_use.list[u]].tensor] = 0;
+		for (uint32_t u = E->by_use.start[i]; u < E->by_use.start[i + 1]; u++)
+			later[E->swaps[E->by_use.list[u]].tensor] = 0;
 	}
-	/* emit: entry i's releases are rel[rel_start[i] .. end of i) where the end
-	 * is where entry i-1's list begins (it was filled next) */
+	free(later);
+	free(keep);
+}
+
+/* Entry i's actions: waits for swap-outs, swap-ins, waits for them, allocs
+ * of the generations it starts, its workspace around the compute, then
+ * swap-outs and frees.  Its releases are rel[rel_start[i] .. end of i),
+ * where the end is where entry i-1's list begins (it was filled next). */
+static void emit_entry(struct emit_state *E, uint32_t i)
+{
+	const struct mp_net *net = E->net;
+	const struct mp_entry *e = &E->e[i];
+	const struct mp_op *op = &net->ops[e->op];
+	const struct mp_swap *swaps = E->swaps;
+	struct mp_schedule *out = E->out;
+	uint32_t rel_end = i == 0 ? E->n_rel : E->rel_start[i - 1];
+
+	for (uint32_t s = E->by_wait.start[i]; i && s < E->by_wait.start[i + 1]; s++)
+		if (swaps[E->by_wait.list[s]].out_after < i)
+			sched_push(out, MP_ACT_WAIT, -1, swaps[E->by_wait.list[s]].tensor, 0);
+	for (uint32_t s = E->by_in.start[i]; s < E->by_in.start[i + 1]; s++) {
+		int32_t t = swaps[E->by_in.list[s]].tensor;
+
+		sched_push(out, MP_ACT_SWAP_IN, -1, t, net->tensors[t].bytes);
+		E->resident[t] = 1;
+	}
+	for (uint32_t s = E->by_use.start[i]; s < E->by_use.start[i + 1]; s++)
+		sched_push(out, MP_ACT_WAIT, -1, swaps[E->by_use.list[s]].tensor, 0);
+	for (uint32_t k = 0; k < op->n_out; k++) {
+		int32_t t = op->out[k];
+
+		if (!E->resident[t] && E->gen_start[E->gs_start[i] + k]) {
+			sched_push(out, MP_ACT_ALLOC, -1, t, net->tensors[t].bytes);
+			E->resident[t] = 1;
+		}
+	}
+	if (op->ws >= 0)
+		sched_push(out, MP_ACT_ALLOC, -1, op->ws, sched_ws_bytes(net, e->op, e->algo));
+	sched_push(out, e->recompute ? MP_ACT_RECOMPUTE : MP_ACT_COMPUTE, e->op, -1, 0);
+	out->a[out->n - 1].algo = e->algo;
+	if (op->ws >= 0)
+		sched_push(out, MP_ACT_FREE, -1, op->ws, 0);
+	for (uint32_t s = E->by_out.start[i]; s < E->by_out.start[i + 1]; s++) {
+		int32_t t = swaps[E->by_out.list[s]].tensor;
+
+		if (E->resident[t]) {
+			sched_push(out, MP_ACT_SWAP_OUT, -1, t, 0);
+			E->resident[t] = 0;
+		}
+	}
+	for (uint32_t r = E->rel_start[i]; r < rel_end; r++) {
+		int32_t t = E->rel[r];
+
+		if (!E->resident[t])
+			continue; /* swapped out above */
+		sched_push(out, MP_ACT_FREE, -1, t, 0);
+		E->resident[t] = 0;
+	}
+}
+
+void sched_emit(const struct mp_net *net, const struct mp_entry *e, uint32_t n_e,
+		const struct mp_swap *swaps, uint32_t n_swaps, struct mp_schedule *out)
+{
+	uint32_t nt = net->n_tensors;
+	struct emit_state E = { .net = net, .e = e, .n_e = n_e, .swaps = swaps, .out = out };
+	uint8_t *host_start = mp_xcalloc(nt, 1);
+
+	E.resident = mp_xcalloc(nt, 1);
+	swap_index_build(&E.by_out, swaps, n_swaps, n_e, offsetof(struct mp_swap, out_after));
+	swap_index_build(&E.by_in, swaps, n_swaps, n_e, offsetof(struct mp_swap, in_at));
+	swap_index_build(&E.by_use, swaps, n_swaps, n_e, offsetof(struct mp_swap, use_at));
+	swap_index_build(&E.by_wait, swaps, n_swaps, n_e, offsetof(struct mp_swap, out_wait));
+	for (uint32_t s = 0; s < n_swaps; s++)
+		if (swaps[s].out_after == MP_SWAP_NONE)
+			host_start[swaps[s].tensor] = 1;
+	emit_generations(&E);
+	emit_releases(&E);
 	for (uint32_t t = 0; t < nt; t++)
 		if (sched_persistent(&net->tensors[t]) && !host_start[t]) {
 			sched_push(out, MP_ACT_ALLOC, -1, (int32_t)t, net->tensors[t].bytes);
-			resident[t] = 1;
+			E.resident[t] = 1;
 		}
-	for (uint32_t i = 0; i < n_e; i++) {
-		const struct mp_op *op = &net->ops[e[i].op];
-		uint32_t rel_end = i == 0 ? n_rel : rel_start[i - 1];
-
-		for (uint32_t s = by_wait.start[i]; i && s < by_wait.start[i + 1]; s++)
-			if (swaps[by_wait.list[s]].out_after < i)
-				sched_push(out, MP_ACT_WAIT, -1, swaps[by_wait.list[s]].tensor, 0);
-		for (uint32_t s = by_in.start[i]; s < by_in.start[i + 1]; s++) {
-			int32_t t = swaps[by_in.list[s]].tensor;
-
-			sched_push(out, MP_ACT_SWAP_IN, -1, t, net->tensors[t].bytes);
-			resident[t] = 1;
-		}
-		for (uint32_t s = by_use.start[i]; s < by_use.start[i + 1]; s++)
-			sched_push(out, MP_ACT_WAIT, -1, swaps[by_use.list[s]].tensor, 0);
-		for (uint32_t k = 0; k < op->n_out; k++) {
-			int32_t t = op->out[k];
-
-			if (!resident[t] && gen_start[gs_start[i] + k]) {
-				sched_push(out, MP_ACT_ALLOC, -1, t, net->tensors[t].bytes);
-				resident[t] = 1;
-			}
-		}
-		if (op->ws >= 0)
-			sched_push(out, MP_ACT_ALLOC, -1, op->ws, sched_ws_bytes(net, e[i].op, e[i].algo));
-		sched_push(out, e[i].recompute ? MP_ACT_RECOMPUTE : MP_ACT_COMPUTE, e[i].op, -1, 0);
-		out->a[out->n - 1].algo = e[i].algo;
-		if (op->ws >= 0)
-			sched_push(out, MP_ACT_FREE, -1, op->ws, 0);
-		for (uint32_t s = by_out.start[i]; s < by_out.start[i + 1]; s++) {
-			int32_t t = swaps[by_out.list[s]].tensor;
-
-			if (resident[t]) {
-				sched_push(out, MP_ACT_SWAP_OUT, -1, t, 0);
-				resident[t] = 0;
-			}
-		}
-		for (uint32_t r = rel_start[i]; r < rel_end; r++) {
-			int32_t t = rel[r];
-
-			if (!resident[t])
-				continue; /* swapped out above */
-			sched_push(out, MP_ACT_FREE, -1, t, 0);
-			resident[t] = 0;
-		}
-	}
+	for (uint32_t i = 0; i < n_e; i++)
+		emit_entry(&E, i);
 	sched_close(net, out);
-	free(later);
-	free(resident);
-	free(written);
-	free(keep);
 	free(host_start);
-	free(rel_start);
-	free(rel);
-	swap_index_release(&by_out);
-	swap_index_release(&by_in);
-	swap_index_release(&by_use);
-	swap_index_release(&by_wait);
-	free(gen_start);
-	free(gs_start);
+	free(E.resident);
+	free(E.gs_start);
+	free(E.gen_start);
+	free(E.rel_start);
+	free(E.rel);
+	swap_index_release(&E.by_out);
+	swap_index_release(&E.by_in);
+	swap_index_release(&E.by_use);
+	swap_index_release(&E.by_wait);
 }

@@ -260,138 +260,122 @@ static void planners_help(void)
 	printf("planners: %s (memplan-plan(1))\n", mp_planner_list(names, sizeof(names), ", ", MP_PLANNER__COUNT));
 }
 
-int cmd_capacity(int argc, char **argv)
-{
-	const char *gpu_arg = NULL, *model = NULL, *svg = NULL, *vary = "batch", *planner = "auto";
-	int fmt = FMT_TABLE, rc, at;
-	double max_overhead = -1;
-	uint64_t reserve = CAP_DEFAULT_RESERVE;
-	uint32_t batch = 0;
-	enum mp_ws_mode ws = MP_WS_NONE;
+/* The options of memplan capacity. */
+struct cap_args {
+	const char *gpu, *model, *svg, *vary, *planner;
+	int fmt;
+	double max_overhead;    /* -1: not given */
+	uint64_t reserve;
+	uint32_t batch;         /* --model's batch; 0: the model's */
+	enum mp_ws_mode ws;
 	struct mp_policy_opts popts;
-	const struct cli_opt opts[] = {
-		OPT_STRING("gpu", 0, "NAME|SIZE[,...]", CLI_REQUIRED, &gpu_arg),
-		OPT_STRING("vary", 0, "batch", 0, &vary),
-		OPT_CALL("max-overhead", 0, "PCT", 0, &max_overhead, set_overhead),
-		OPT_STRING("planner", 0, "auto|NAME|none", CLI_NEWLINE, &planner),
-		OPT_SIZE("reserve", "SIZE", 0, &reserve),
-		OPT_CHOICE("workspace", "none|dynamic", CLI_NEWLINE, &ws, ws_modes, "mode", "none or dynamic"),
-		OPT_FORMAT("format", "table|json", 0, &fmt, 0),
-		OPT_STRING("svg", 0, "FILE", 0, &svg),
-		OPT_STRING("model", 0, "NAME", CLI_HIDDEN, &model),
-		OPT_CALL("batch", 0, "N", CLI_HIDDEN, &batch, set_batch),
-		OPT_CALL("checkpoints", 0, "conv,fc,...", CLI_HIDDEN, &popts.checkpoints, cli_set_checkpoints),
-		OPT_END(),
-	};
-	const struct cli_cmd cmd = {
-		"capacity", "NET.json", opts,
-		"       memplan capacity --model NAME --gpu NAME[,...] [--vary batch|depth] [--batch N] ...\n", planners_help, 0,
-	};
+};
+
+/* The options that need or exclude one another.  EXIT_OK, or the error's
+ * exit status. */
+static int check_args(const struct cap_args *A)
+{
+	if (!A->gpu)
+		return cli_error(EXIT_BAD_INPUT, "capacity: --gpu is required (a catalog name such as k40c, or a size such as 12G)");
+	if (strcmp(A->vary, "batch") && strcmp(A->vary, "depth"))
+		return cli_error(EXIT_BAD_INPUT, "--vary: unknown dimension '%s' (batch or depth)", A->vary);
+	if (!strcmp(A->vary, "depth") && (!A->model || strcmp(A->model, "resnet")))
+		return cli_error(EXIT_BAD_INPUT, "--vary depth: only for --model resnet (SuperNeurons' family, depth = 3 * (6 + 32 + n + 6) + 2)");
+	if (A->model && !zoo_model_find(A->model, NULL))
+		return cli_error(EXIT_BAD_INPUT, "--model: unknown model '%s' (see 'memplan gen --help')", A->model);
+	if (!A->model && A->batch)
+		return cli_error(EXIT_BAD_INPUT, "--batch: only with --model (a net file has its own batch)");
+	return EXIT_OK;
+}
+
+/* --gpu's comma-separated list into *gpus (malloc'd, even on error).
+ * EXIT_OK, or the error's exit status. */
+static int parse_gpus(const char *arg, const struct mp_net *net, struct gpu **gpus, uint32_t *n_gpus)
+{
+	char *copy = mp_xstrdup(arg), *save = NULL;
+	uint32_t cap_gpus = 0;
+
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		mp_grow((void **)gpus, &cap_gpus, *n_gpus + 1, sizeof(**gpus));
+		if (parse_gpu(tok, net, &(*gpus)[*n_gpus]) < 0) {
+			free(copy);
+			return EXIT_BAD_INPUT;
+		}
+		(*n_gpus)++;
+	}
+	free(copy);
+	if (!*n_gpus) /* "--gpu ," names none */
+		return cli_error(EXIT_BAD_INPUT, "--gpu: '%s' names no GPU (a catalog name such as k40c, or a "
+				 "size such as 12G, comma-separated)", arg);
+	return EXIT_OK;
+}
+
+/* A zoo model's query: its batch, and times from the roofline of g's
+ * device, or for a bare size of the default device's with g's link. */
+static void model_query(struct gpu *g, const struct cap_args *A)
+{
+	struct cap_query *q = &g->q;
+
+	q->model = A->model;
+	zoo_opts_init(&q->zopts);
+	q->zopts.batch = A->batch;
+	if (q->vary == CAP_VARY_DEPTH && !A->batch)
+		q->zopts.batch = 16;
+	snprintf(g->times, sizeof(g->times), "roofline:%s (estimates from the device catalog, not measurements)",
+		 g->dev.is_default ? ZOO_DEFAULT_DEVICE : g->dev.name);
+	if (g->dev.is_default) {
+		const struct mp_device *d = device_find(ZOO_DEFAULT_DEVICE);
+
+		if (d) {
+			struct mp_device keep = g->dev;
+
+			q->device = *d;
+			q->device.h2d_gbps = keep.h2d_gbps;
+			q->device.d2h_gbps = keep.d2h_gbps;
+			q->device.latency_us = keep.latency_us;
+		}
+	}
+}
+
+/* g's query from the options: the net (or model), its device, what it
+ * varies and the rows (strategies and planners).  EXIT_OK, or the error's
+ * exit status (an unknown planner). */
+static int gpu_query(struct gpu *g, const struct cap_args *A, const struct mp_net *net)
+{
+	struct cap_query *q = &g->q;
 	char names[256];
-	struct mp_error err = { "" };
-	struct mp_net *net = NULL;
-	struct gpu *gpus = NULL;
-	uint32_t n_gpus = 0, cap_gpus = 0;
-	struct out_file svgf;
+
+	q->vary = strcmp(A->vary, "batch") ? CAP_VARY_DEPTH : CAP_VARY_BATCH;
+	q->device = g->dev;
+	q->usable_bytes = g->memory > A->reserve ? g->memory - A->reserve : 0;
+	q->popts = A->popts;
+	q->ws_mode = A->ws;
+	q->max_overhead = A->max_overhead;
+	q->rows = (1u << MP_STRAT__COUNT) - 1;
+	if (add_planner_rows(A->planner, &q->rows) < 0)
+		return cli_error(EXIT_BAD_INPUT, "--planner: unknown planner '%s' (auto, %s, none)", A->planner,
+				 mp_planner_list(names, sizeof(names), ", ", MP_PLANNER__COUNT));
+	q->limit = q->vary == CAP_VARY_BATCH ? CAP_MAX_BATCH : CAP_MAX_N3;
+	if (A->model) {
+		model_query(g, A);
+	} else {
+		q->base = net;
+		time_factors(net, &g->dev, &q->compute_factor, &q->memory_factor, g->times, sizeof(g->times));
+	}
+	return EXIT_OK;
+}
+
+/* Every GPU's answers, as JSON or as tables. */
+static void print_gpus(const struct gpu *gpus, uint32_t n_gpus, const struct cap_args *A, const struct mp_net *net)
+{
 	char what[256];
 
-	policy_opts_default(&popts);
-	memset(&svgf, 0, sizeof(svgf));
-	if ((rc = cli_parse(&cmd, argc, argv, &at)) != CLI_GO)
-		return rc;
-	rc = EXIT_OK;
-	if ((model && argc - at != 0) || (!model && argc - at != 1))
-		return cli_usage_error(&cmd);
-	if (!gpu_arg)
-		return cli_error(EXIT_BAD_INPUT, "capacity: --gpu is required (a catalog name such as k40c, or a size such as 12G)");
-	if (strcmp(vary, "batch") && strcmp(vary, "depth"))
-		return cli_error(EXIT_BAD_INPUT, "--vary: unknown dimension '%s' (batch or depth)", vary);
-	if (!strcmp(vary, "depth") && (!model || strcmp(model, "resnet")))
-		return cli_error(EXIT_BAD_INPUT, "--vary depth: only for --model resnet (SuperNeurons' family, depth = 3 * (6 + 32 + n + 6) + 2)");
-	if (model && !zoo_model_find(model, NULL))
-		return cli_error(EXIT_BAD_INPUT, "--model: unknown model '%s' (see 'memplan gen --help')", model);
-	if (!model && batch)
-		return cli_error(EXIT_BAD_INPUT, "--batch: only with --model (a net file has its own batch)");
-	if (!model && !(net = cli_load_net(argv[at])))
-		return EXIT_BAD_INPUT;
-	if (net && !net->batch) {
-		rc = cli_error(EXIT_BAD_INPUT, "%s: the net has no batch to vary (no data layer with a shape)", argv[at]);
-		goto out;
-	}
-	{
-		char *copy = mp_xstrdup(gpu_arg), *save = NULL;
-
-		for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-			mp_grow((void **)&gpus, &cap_gpus, n_gpus + 1, sizeof(*gpus));
-			if (parse_gpu(tok, net, &gpus[n_gpus]) < 0) {
-				free(copy);
-				rc = EXIT_BAD_INPUT;
-				goto out;
-			}
-			n_gpus++;
-		}
-		free(copy);
-	}
-	if (!n_gpus) { /* "--gpu ," names none */
-		rc = cli_error(EXIT_BAD_INPUT, "--gpu: '%s' names no GPU (a catalog name such as k40c, or a "
-			       "size such as 12G, comma-separated)", gpu_arg);
-		goto out;
-	}
-	if (svg && (rc = out_open(&svgf, svg, "--svg")) != EXIT_OK)
-		goto out;
-	for (uint32_t i = 0; i < n_gpus; i++) {
-		struct gpu *g = &gpus[i];
-		struct cap_query *q = &g->q;
-
-		q->vary = strcmp(vary, "batch") ? CAP_VARY_DEPTH : CAP_VARY_BATCH;
-		q->device = g->dev;
-		q->usable_bytes = g->memory > reserve ? g->memory - reserve : 0;
-		q->popts = popts;
-		q->ws_mode = ws;
-		q->max_overhead = max_overhead;
-		q->rows = (1u << MP_STRAT__COUNT) - 1;
-		if (add_planner_rows(planner, &q->rows) < 0) {
-			rc = cli_error(EXIT_BAD_INPUT, "--planner: unknown planner '%s' (auto, %s, none)", planner,
-				       mp_planner_list(names, sizeof(names), ", ", MP_PLANNER__COUNT));
-			goto out;
-		}
-		q->limit = q->vary == CAP_VARY_BATCH ? CAP_MAX_BATCH : CAP_MAX_N3;
-		if (model) {
-			q->model = model;
-			zoo_opts_init(&q->zopts);
-			q->zopts.batch = batch;
-			if (q->vary == CAP_VARY_DEPTH && !batch)
-				q->zopts.batch = 16;
-			snprintf(g->times, sizeof(g->times), "roofline:%s (estimates from the device catalog, not measurements)",
-				 g->dev.is_default ? ZOO_DEFAULT_DEVICE : g->dev.name);
-			if (g->dev.is_default) {
-				/* a bare size: generate with the default device's figures */
-				const struct mp_device *d = device_find(ZOO_DEFAULT_DEVICE);
-
-				if (d) {
-					struct mp_device keep = g->dev;
-
-					q->device = *d;
-					q->device.h2d_gbps = keep.h2d_gbps;
-					q->device.d2h_gbps = keep.d2h_gbps;
-					q->device.latency_us = keep.latency_us;
-				}
-			}
-		} else {
-			q->base = net;
-			time_factors(net, &g->dev, &q->compute_factor, &q->memory_factor, g->times, sizeof(g->times));
-		}
-		if (capacity_run(q, g->res, &err) < 0) {
-			rc = cli_error(strncmp(err.msg, "internal", 8) ? EXIT_BAD_INPUT : EXIT_INTERNAL, "capacity: %s", err.msg);
-			goto out;
-		}
-	}
-	if (model)
-		snprintf(what, sizeof(what), "%s%s", model,
-			 !strcmp(vary, "depth") ? " (depth varied, SuperNeurons' family)" : " (batch varied)");
+	if (A->model)
+		snprintf(what, sizeof(what), "%s%s", A->model,
+			 !strcmp(A->vary, "depth") ? " (depth varied, SuperNeurons' family)" : " (batch varied)");
 	else
 		snprintf(what, sizeof(what), "'%s' (batch varied from %u)", net->name, net->batch);
-	if (fmt == FMT_JSON) {
+	if (A->fmt == FMT_JSON) {
 		json_t *root;
 
 		if (n_gpus == 1) {
@@ -406,12 +390,72 @@ int cmd_capacity(int argc, char **argv)
 		for (uint32_t i = 0; i < n_gpus; i++) {
 			if (i)
 				printf("\n");
-			print_gpu(&gpus[i], what, reserve);
+			print_gpu(&gpus[i], what, A->reserve);
 		}
 	}
-	if (svg && write_svg(svgf.f, &gpus[0], model ? model : net->name, &err) < 0) {
+}
+
+int cmd_capacity(int argc, char **argv)
+{
+	struct cap_args A = {
+		.vary = "batch", .planner = "auto", .fmt = FMT_TABLE, .max_overhead = -1,
+		.reserve = CAP_DEFAULT_RESERVE, .ws = MP_WS_NONE,
+	};
+	int rc, at;
+	const struct cli_opt opts[] = {
+		OPT_STRING("gpu", 0, "NAME|SIZE[,...]", CLI_REQUIRED, &A.gpu),
+		OPT_STRING("vary", 0, "batch", 0, &A.vary),
+		OPT_CALL("max-overhead", 0, "PCT", 0, &A.max_overhead, set_overhead),
+		OPT_STRING("planner", 0, "auto|NAME|none", CLI_NEWLINE, &A.planner),
+		OPT_SIZE("reserve", "SIZE", 0, &A.reserve),
+		OPT_CHOICE("workspace", "none|dynamic", CLI_NEWLINE, &A.ws, ws_modes, "mode", "none or dynamic"),
+		OPT_FORMAT("format", "table|json", 0, &A.fmt, 0),
+		OPT_STRING("svg", 0, "FILE", 0, &A.svg),
+		OPT_STRING("model", 0, "NAME", CLI_HIDDEN, &A.model),
+		OPT_CALL("batch", 0, "N", CLI_HIDDEN, &A.batch, set_batch),
+		OPT_CALL("checkpoints", 0, "conv,fc,...", CLI_HIDDEN, &A.popts.checkpoints, cli_set_checkpoints),
+		OPT_END(),
+	};
+	const struct cli_cmd cmd = {
+		"capacity", "NET.json", opts,
+		"       memplan capacity --model NAME --gpu NAME[,...] [--vary batch|depth] [--batch N] ...\n", planners_help, 0,
+	};
+	struct mp_error err = { "" };
+	struct mp_net *net = NULL;
+	struct gpu *gpus = NULL;
+	uint32_t n_gpus = 0;
+	struct out_file svgf;
+
+	policy_opts_default(&A.popts);
+	memset(&svgf, 0, sizeof(svgf));
+	if ((rc = cli_parse(&cmd, argc, argv, &at)) != CLI_GO)
+		return rc;
+	if ((A.model && argc - at != 0) || (!A.model && argc - at != 1))
+		return cli_usage_error(&cmd);
+	if ((rc = check_args(&A)) != EXIT_OK)
+		return rc;
+	if (!A.model && !(net = cli_load_net(argv[at])))
+		return EXIT_BAD_INPUT;
+	if (net && !net->batch) {
+		rc = cli_error(EXIT_BAD_INPUT, "%s: the net has no batch to vary (no data layer with a shape)", argv[at]);
+		goto out;
+	}
+	if ((rc = parse_gpus(A.gpu, net, &gpus, &n_gpus)) != EXIT_OK)
+		goto out;
+	if (A.svg && (rc = out_open(&svgf, A.svg, "--svg")) != EXIT_OK)
+		goto out;
+	for (uint32_t i = 0; i < n_gpus; i++) {
+		if ((rc = gpu_query(&gpus[i], &A, net)) != EXIT_OK)
+			goto out;
+		if (capacity_run(&gpus[i].q, gpus[i].res, &err) < 0) {
+			rc = cli_error(strncmp(err.msg, "internal", 8) ? EXIT_BAD_INPUT : EXIT_INTERNAL, "capacity: %s", err.msg);
+			goto out;
+		}
+	}
+	print_gpus(gpus, n_gpus, &A, net);
+	if (A.svg && write_svg(svgf.f, &gpus[0], A.model ? A.model : net->name, &err) < 0) {
 		rc = cli_error(EXIT_INTERNAL, "--svg: %s", err.msg);
-	} else if (svg) {
+	} else if (A.svg) {
 		rc = out_commit(&svgf, false);
 	}
 out:

@@ -204,6 +204,141 @@ static void planners_help(void)
 	printf("planners: %s (memplan-plan(1))\n", mp_planner_list(names, sizeof(names), ", ", MP_PLANNER_AUTO));
 }
 
+/* -o and --trace name two files, neither of them the net. */
+static int check_outputs(const char *out_path, const char *trace_path, const char *net_path)
+{
+	if (out_path && trace_path && out_same_file(out_path, trace_path))
+		return cli_error(EXIT_BAD_INPUT, "plan: -o and --trace both name '%s'", out_path);
+	for (int w = 0; w < 2; w++) {
+		const char *o = w ? trace_path : out_path;
+
+		if (o && out_same_file(o, net_path))
+			return cli_error(EXIT_BAD_INPUT, "plan: '%s' is the net it reads: write the plan elsewhere", o);
+	}
+	return EXIT_OK;
+}
+
+/* The device (the net's, else the default, unless --device named one) and,
+ * without --budget, the budget: its memory less the reserve memplan capacity
+ * uses. */
+static int device_and_budget(const struct mp_net *net, bool device_given, bool budget_given, int fmt,
+			     struct mp_plan_req *req)
+{
+	char b1[32], b2[32];
+
+	if (!device_given) {
+		if (net->has_device)
+			req->device = net->device;
+		else
+			device_default(&req->device);
+	}
+	if (budget_given)
+		return EXIT_OK;
+	if (!req->device.memory_bytes || req->device.memory_bytes <= CAP_DEFAULT_RESERVE)
+		return cli_error(EXIT_BAD_INPUT, "plan: --budget is required (for example --budget 11G), or a device with memory");
+	req->budget_bytes = req->device.memory_bytes - CAP_DEFAULT_RESERVE;
+	if (fmt == FMT_TABLE)
+		printf("budget: %s, the memory of %s less a %s reserve for the CUDA context and libraries\n",
+		       mp_fmt_bytes(req->budget_bytes, b1, sizeof(b1)), req->device.name,
+		       mp_fmt_bytes(CAP_DEFAULT_RESERVE, b2, sizeof(b2)));
+	return EXIT_OK;
+}
+
+/* Run the planner named, or (auto, all) the near-linear ones; optimal runs
+ * by name.  *best: the fastest that fits (-1: none), *lowest: the lowest
+ * peak.  EXIT_OK, or the error's exit status after printing it. */
+static int run_planners(const struct mp_net *net, const struct mp_route *route, int which,
+			const struct mp_plan_req *req, struct mp_plan *plans, int *best, int *lowest,
+			const char *net_path)
+{
+	struct mp_error err = { "" };
+
+	for (int i = 0; i < MP_PLANNER_AUTO; i++) {
+		if (which == MP_PLANNER_AUTO ? i >= MP_PLANNER__COUNT : which != i)
+			continue;
+		if (plan_run(net, route, (enum mp_planner)i, req, &plans[i], &err) < 0)
+			return cli_error(strncmp(err.msg, "internal", 8) ? EXIT_BAD_INPUT : EXIT_INTERNAL, "%s: %s",
+					 net_path, err.msg);
+		if (plans[i].fits && (*best < 0 || plans[i].sim.time_ms < plans[*best].sim.time_ms ||
+				      (plans[i].sim.time_ms == plans[*best].sim.time_ms &&
+				       plans[i].sim.peak_bytes < plans[*best].sim.peak_bytes)))
+			*best = i;
+		if (*lowest < 0 || plans[i].sim.peak_bytes < plans[*lowest].sim.peak_bytes)
+			*lowest = i;
+	}
+	return EXIT_OK;
+}
+
+/* The chosen plan's arena: the smallest of the placement orders (plan_run
+ * stopped at the first that fits, or searched on until it did). */
+static void smallest_arena(const struct mp_net *net, struct mp_plan *b, uint64_t budget)
+{
+	uint64_t *had = b->offset, had_bytes = b->arena_bytes;
+
+	b->offset = NULL;
+	plan_assign_arena(net, b);
+	if (b->arena_bytes > had_bytes) { /* plan_run's search did better */
+		free(b->offset);
+		b->offset = had;
+		b->arena_bytes = had_bytes;
+	} else {
+		free(had);
+	}
+	plan_metrics(b, budget);
+}
+
+static void print_plans_json(const struct mp_net *net, const struct mp_plan_req *req,
+			     const struct mp_plan *plans, int all, int best, int lowest)
+{
+	json_t *root, *arr;
+
+	if (!all) {
+		out_json(stdout, plan_json_summary(net, req, &plans[best >= 0 ? best : lowest]));
+		return;
+	}
+	root = json_object();
+	arr = json_array();
+	for (int i = 0; i < MP_PLANNER__COUNT; i++)
+		json_array_append_new(arr, plan_json_summary(net, req, &plans[i]));
+	json_object_set_new(root, "plans", arr);
+	json_object_set_new(root, "chosen", best >= 0 ? json_string(mp_planner_name((enum mp_planner)best)) : json_null());
+	out_json(stdout, root);
+}
+
+/* The table of every planner's plan (--planner all). */
+static void print_plans_table(const struct mp_plan *plans)
+{
+	char b1[32], b2[32], b3[32], b4[32];
+
+	printf("%-17s %4s %10s %10s %10s %9s %10s %10s %5s %6s %6s %6s\n", "planner", "fits", "peak", "arena",
+	       "time ms", "overhead", "swap out", "swap in", "recmp", "MSR", "EOR", "CBR");
+	for (int i = 0; i < MP_PLANNER__COUNT; i++) {
+		const struct mp_plan *p = &plans[i];
+
+		printf("%-17s %4s %10s %10s %10.3f %8.1f%% %10s %10s %5u %6.3f %6.3f %6.3f\n",
+		       mp_planner_name(p->planner), p->fits ? "yes" : "no",
+		       mp_fmt_bytes(p->sim.peak_bytes, b1, sizeof(b1)), mp_fmt_bytes(p->arena_bytes, b2, sizeof(b2)),
+		       p->sim.time_ms, 100.0 * p->overhead, mp_fmt_bytes(p->sim.d2h_bytes, b3, sizeof(b3)),
+		       mp_fmt_bytes(p->sim.h2d_bytes, b4, sizeof(b4)), p->sim.n_recompute, p->msr, p->eor, p->cbr);
+	}
+	printf("\n");
+}
+
+static void print_plans(const struct mp_net *net, const struct mp_plan_req *req, const struct mp_layer_min *lmin,
+			const struct mp_plan *plans, int all, int best)
+{
+	char b1[32], lab[300];
+
+	printf("net '%s' under a budget of %s on %s%s\n", net->name, mp_fmt_bytes(req->budget_bytes, b1, sizeof(b1)),
+	       req->device.name, req->device.is_default ? " (default link: 12 GB/s each way, 10 us per copy)" : "");
+	printf("layer-wise minimum %s at step %u (%s)\n\n", mp_fmt_bytes(lmin->bytes, b1, sizeof(b1)), lmin->step + 1,
+	       step_label(net, lmin->op, lab, sizeof(lab)));
+	if (all)
+		print_plans_table(plans);
+	if (best >= 0)
+		print_plan(net, req, &plans[best]);
+}
+
 int cmd_plan(int argc, char **argv)
 {
 	const char *device_arg = NULL, *out_path = NULL, *trace_path = NULL;
@@ -231,7 +366,7 @@ int cmd_plan(int argc, char **argv)
 	struct mp_route route;
 	struct mp_net *net;
 	json_t *net_json;
-	int best = -1, lowest = -1, all, which, have_budget;
+	int best = -1, lowest = -1;
 	char b1[32], b2[32], lab[300];
 
 	memset(&req, 0, sizeof(req));
@@ -239,43 +374,17 @@ int cmd_plan(int argc, char **argv)
 	policy_opts_default(&req.popts);
 	if ((rc = cli_parse(&cmd, argc, argv, &at)) != CLI_GO)
 		return rc;
-	rc = EXIT_OK;
-	have_budget = budget.given;
 	req.budget_bytes = budget.bytes;
-	all = pl.all;
-	which = pl.which;
 	if (argc - at != 1)
 		return cli_usage_error(&cmd);
-	if (out_path && trace_path && out_same_file(out_path, trace_path))
-		return cli_error(EXIT_BAD_INPUT, "plan: -o and --trace both name '%s'", out_path);
-	for (int w = 0; w < 2; w++) {
-		const char *o = w ? trace_path : out_path;
-
-		if (o && out_same_file(o, argv[at]))
-			return cli_error(EXIT_BAD_INPUT, "plan: '%s' is the net it reads: write the plan elsewhere", o);
-	}
+	if ((rc = check_outputs(out_path, trace_path, argv[at])) != EXIT_OK)
+		return rc;
 	if (device_arg && device_resolve(device_arg, &req.device, &err) < 0)
 		return cli_error(EXIT_BAD_INPUT, "--device: %s", err.msg);
 	if (!(net = cli_load_net_json(argv[at], &net_json)))
 		return EXIT_BAD_INPUT;
-	if (!device_arg) {
-		if (net->has_device)
-			req.device = net->device;
-		else
-			device_default(&req.device);
-	}
-	/* no budget: the device's memory less the reserve memplan capacity uses */
-	if (!have_budget) {
-		if (!req.device.memory_bytes || req.device.memory_bytes <= CAP_DEFAULT_RESERVE) {
-			rc = cli_error(EXIT_BAD_INPUT, "plan: --budget is required (for example --budget 11G), or a device with memory");
-			goto out_net;
-		}
-		req.budget_bytes = req.device.memory_bytes - CAP_DEFAULT_RESERVE;
-		if (fmt == FMT_TABLE)
-			printf("budget: %s, the memory of %s less a %s reserve for the CUDA context and libraries\n",
-		       mp_fmt_bytes(req.budget_bytes, b1, sizeof(b1)), req.device.name,
-		       mp_fmt_bytes(CAP_DEFAULT_RESERVE, b2, sizeof(b2)));
-	}
+	if ((rc = device_and_budget(net, device_arg != NULL, budget.given, fmt, &req)) != EXIT_OK)
+		goto out_net;
 	if (route_build(net, &route, &err) < 0) {
 		rc = cli_error(EXIT_BAD_INPUT, "%s: %s", argv[at], err.msg);
 		goto out_net;
@@ -289,75 +398,15 @@ int cmd_plan(int argc, char **argv)
 	}
 	for (int i = 0; i < MP_PLANNER_AUTO; i++)
 		plan_init(&plans[i]);
-	/* auto and all run the near-linear planners; optimal runs by name */
-	for (int i = 0; i < MP_PLANNER_AUTO; i++) {
-		if (which == MP_PLANNER_AUTO ? i >= MP_PLANNER__COUNT : which != i)
-			continue;
-		if (plan_run(net, &route, (enum mp_planner)i, &req, &plans[i], &err) < 0) {
-			rc = cli_error(strncmp(err.msg, "internal", 8) ? EXIT_BAD_INPUT : EXIT_INTERNAL, "%s: %s",
-				       argv[at], err.msg);
-			goto out_plans;
-		}
-		if (plans[i].fits && (best < 0 || plans[i].sim.time_ms < plans[best].sim.time_ms ||
-				      (plans[i].sim.time_ms == plans[best].sim.time_ms &&
-				       plans[i].sim.peak_bytes < plans[best].sim.peak_bytes)))
-			best = i;
-		if (lowest < 0 || plans[i].sim.peak_bytes < plans[lowest].sim.peak_bytes)
-			lowest = i;
-	}
-	/* the chosen plan's arena: the smallest of the placement orders (plan_run
-	 * stopped at the first that fits, or searched on until it did), unless
-	 * that is the lower bound */
-	if (best >= 0 && plans[best].arena_bytes > plans[best].max_live_bytes) {
-		struct mp_plan *b = &plans[best];
-		uint64_t *had = b->offset, had_bytes = b->arena_bytes;
-
-		b->offset = NULL;
-		plan_assign_arena(net, b);
-		if (b->arena_bytes > had_bytes) { /* plan_run's search did better */
-			free(b->offset);
-			b->offset = had;
-			b->arena_bytes = had_bytes;
-		} else {
-			free(had);
-		}
-		plan_metrics(b, req.budget_bytes);
-	}
-	if (fmt == FMT_JSON) {
-		if (all) {
-			json_t *root = json_object(), *arr = json_array();
-
-			for (int i = 0; i < MP_PLANNER__COUNT; i++)
-				json_array_append_new(arr, plan_json_summary(net, &req, &plans[i]));
-			json_object_set_new(root, "plans", arr);
-			json_object_set_new(root, "chosen", best >= 0 ? json_string(mp_planner_name((enum mp_planner)best)) : json_null());
-			out_json(stdout, root);
-		} else {
-			out_json(stdout, plan_json_summary(net, &req, &plans[best >= 0 ? best : lowest]));
-		}
-	} else {
-		printf("net '%s' under a budget of %s on %s%s\n", net->name, mp_fmt_bytes(req.budget_bytes, b1, sizeof(b1)),
-		       req.device.name, req.device.is_default ? " (default link: 12 GB/s each way, 10 us per copy)" : "");
-		printf("layer-wise minimum %s at step %u (%s)\n\n", mp_fmt_bytes(lmin.bytes, b1, sizeof(b1)), lmin.step + 1,
-		       step_label(net, lmin.op, lab, sizeof(lab)));
-		if (all) {
-			printf("%-17s %4s %10s %10s %10s %9s %10s %10s %5s %6s %6s %6s\n", "planner", "fits", "peak", "arena",
-			       "time ms", "overhead", "swap out", "swap in", "recmp", "MSR", "EOR", "CBR");
-			for (int i = 0; i < MP_PLANNER__COUNT; i++) {
-				const struct mp_plan *p = &plans[i];
-				char b3[32], b4[32];
-
-				printf("%-17s %4s %10s %10s %10.3f %8.1f%% %10s %10s %5u %6.3f %6.3f %6.3f\n",
-				       mp_planner_name(p->planner), p->fits ? "yes" : "no",
-				       mp_fmt_bytes(p->sim.peak_bytes, b1, sizeof(b1)), mp_fmt_bytes(p->arena_bytes, b2, sizeof(b2)),
-				       p->sim.time_ms, 100.0 * p->overhead, mp_fmt_bytes(p->sim.d2h_bytes, b3, sizeof(b3)),
-				       mp_fmt_bytes(p->sim.h2d_bytes, b4, sizeof(b4)), p->sim.n_recompute, p->msr, p->eor, p->cbr);
-			}
-			printf("\n");
-		}
-		if (best >= 0)
-			print_plan(net, &req, &plans[best]);
-	}
+	if ((rc = run_planners(net, &route, pl.which, &req, plans, &best, &lowest, argv[at])) != EXIT_OK)
+		goto out_plans;
+	/* (unless the arena is the lower bound already) */
+	if (best >= 0 && plans[best].arena_bytes > plans[best].max_live_bytes)
+		smallest_arena(net, &plans[best], req.budget_bytes);
+	if (fmt == FMT_JSON)
+		print_plans_json(net, &req, plans, pl.all, best, lowest);
+	else
+		print_plans(net, &req, &lmin, plans, pl.all, best);
 	if (best < 0) {
 		const struct mp_plan *p = &plans[lowest];
 

@@ -237,6 +237,134 @@ static int set_percent(const char *name, const char *arg, void *dst)
 	return parse_real(name, arg, 1, 1e6, dst);
 }
 
+/* The options that cannot go together, or that this machine cannot run
+ * (no GPU, no CUDA backend).  EXIT_OK, or the error's exit status. */
+static int check_options(const char *report, const char *path, int cuda, int clock, double tol_time,
+			 enum mp_exec_alloc alloc)
+{
+	struct mp_error err = { "" };
+
+	if (report && out_same_file(report, path))
+		return cli_error(EXIT_BAD_INPUT, "--report: '%s' is the plan it verifies: write the report elsewhere", report);
+	if (cuda && clock == MP_EXEC_VIRTUAL)
+		return cli_error(EXIT_BAD_INPUT, "--clock: virtual is the host backend's clock; --device cuda runs on the GPU's");
+	if (cuda) {
+		struct mp_cuda_probe pr;
+
+		if (exec_cuda_probe(&pr, &err) < 0)
+			return cli_error(EXIT_NO_GPU, "verify: no CUDA device");
+		if (!backend_find("cuda"))
+			return cli_error(EXIT_NO_GPU, "verify: this memplan was built without the CUDA backend");
+	}
+	if (!cuda && alloc == MP_EXEC_ASYNC)
+		return cli_error(EXIT_BAD_INPUT, "--alloc: async is cudaMallocAsync, for --device cuda (the host backend has arena and pool)");
+	/* on the virtual clock every action lasts its modelled time */
+	if (!cuda && tol_time >= 0 && clock == MP_EXEC_VIRTUAL)
+		return cli_error(EXIT_BAD_INPUT, "--tolerance-time: the virtual clock gives every action its modelled time, so there is no time to judge (--clock wall)");
+	return EXIT_OK;
+}
+
+/* The report of a run that stopped: its violation or error.  rc, or the
+ * report's write error. */
+static int write_failed_report(const char *report, const char *path, int cuda, const struct mp_exec_result *res,
+			       const char *msg, int rc)
+{
+	json_t *root = json_object();
+	int wr;
+
+	json_object_set_new(root, "format", json_string("memplan-verify/1"));
+	json_object_set_new(root, "plan", json_string(path));
+	json_object_set_new(root, "device", json_string(cuda ? "cuda" : "host"));
+	json_object_set_new(root, "ok", json_false());
+	json_object_set_new(root, res->failed_action != UINT32_MAX ? "violation" : "error", json_string(msg));
+	if (res->failed_action != UINT32_MAX)
+		json_object_set_new(root, "failed_action", json_integer(res->failed_action));
+	if ((wr = write_report(report, root)) != EXIT_OK)
+		rc = wr;
+	return rc;
+}
+
+/* What ran: the plan, the backend, the iterations, the clock, the data
+ * checked and the allocator's high-water. */
+static void print_run(const char *path, const struct mp_net *net, const struct mp_plan_req *req,
+		      const struct mp_plan *plan, const struct mp_exec_result *res, const struct mp_exec_opts *eo,
+		      int cuda)
+{
+	char b1[32], pp[96];
+
+	printf("plan      %s: net '%s', planner %s, device %s\n", path, net->name, mp_planner_name(plan->planner),
+	       req->device.name);
+	if (cuda)
+		print_cuda_backend(res);
+	else if (eo->alloc == MP_EXEC_POOL)
+		printf("backend   host: %s\n", pool_phrase(res->mem_bytes, pp, sizeof(pp)));
+	else
+		printf("backend   host: a %s arena at the plan's offsets\n", mp_fmt_bytes(res->mem_bytes, b1, sizeof(b1)));
+	printf("runs      %u warm-up + %u measured iterations, median shown; times x %g (--time-scale)\n",
+	       eo->warmup, eo->iters, eo->time_scale);
+	if (!cuda && eo->clock == MP_EXEC_VIRTUAL)
+		printf("clock     virtual: actions last their modelled time, so the peak follows the simulation on any "
+		       "host; every byte is still moved and checked (--clock wall: the host's)\n");
+	printf("data      every read checked: %llu reads, %llu copies, %llu recomputed tensors per iteration "
+	       "(%s hashed); nothing lost\n",
+	       (unsigned long long)res->reads_checked, (unsigned long long)res->swaps_checked,
+	       (unsigned long long)res->recomputes_checked, mp_fmt_bytes(res->bytes_hashed, b1, sizeof(b1)));
+	if (eo->alloc == MP_EXEC_POOL) {
+		print_high_water("pool     ", res->pool_high_bytes, plan, res);
+		printf("\n");
+	}
+	if (eo->alloc == MP_EXEC_ASYNC) {
+		/* the memory pool's marks, reset after the warm-up */
+		print_high_water("async     reserved", res->cuda.reserved_high_bytes, plan, res);
+		printf("; used high-water %s\n", mp_fmt_bytes(res->cuda.used_high_bytes, b1, sizeof(b1)));
+	}
+}
+
+/* Actions that outlasted their scaled time, and allocations that waited. */
+static void print_notes(const struct mp_exec_result *res, const struct mp_exec_opts *eo, const struct mp_exec_cmp *cmp)
+{
+	if (res->overruns) {
+		printf("note      %u actions outlasted their scaled time by %.3f ms in all (real work: filling, "
+		       "hashing, copying)", res->overruns, res->overrun_ms);
+		if (!cmp->time_ok && res->work_scale > eo->time_scale) {
+			/* where the slowest action's real work fits, with a quarter
+			 * to spare, two significant digits */
+			double want = 1.25 * res->work_scale, mag = pow(10, floor(log10(want)) - 1);
+
+			printf("; the slowest would fit at --time-scale %g", ceil(want / mag) * mag);
+		}
+		printf("\n");
+	}
+	if (res->alloc_wait_ms > 0 && eo->alloc == MP_EXEC_ASYNC)
+		printf("note      allocations held the compute stream %.3f ms (cudaMallocAsync, waits for memory freed "
+		       "on a copy stream included)\n", res->alloc_wait_ms);
+	else if (res->alloc_wait_ms > 0)
+		printf("note      allocations waited %.3f ms for swap-outs to release memory\n", res->alloc_wait_ms);
+}
+
+/* The peak and time lines: measured, predicted, and the verdicts. */
+static void print_verdicts(const struct mp_plan *plan, const struct mp_exec_result *res, const struct mp_exec_opts *eo,
+			   const struct mp_exec_cmp *cmp, double tol_peak, double tol_time)
+{
+	char pp[96];
+
+	printf("peak      %llu B measured%s, %llu B predicted (%s, tolerance %g%%): %s\n",
+	       (unsigned long long)res->peak_bytes,
+	       eo->alloc == MP_EXEC_POOL ? " (pool high-water)" : eo->alloc == MP_EXEC_ASYNC ? " (memory pool's reserved high-water)" : "",
+	       (unsigned long long)plan->sim.peak_bytes, pct(cmp->peak_dev, true, pp, sizeof(pp)), tol_peak,
+	       cmp->peak_ok ? "ok" : "OUTSIDE");
+	if (cmp->time_judged)
+		printf("time      %.3f ms measured, %.3f ms predicted x %g (%s, tolerance %g%%): %s\n",
+		       res->time_ms, plan->sim.time_ms * eo->time_scale, eo->time_scale, pct(cmp->time_dev, true, pp, sizeof(pp)),
+		       tol_time, cmp->time_ok ? "ok" : "OUTSIDE");
+	else if (cmp->time_checked)
+		printf("time      %.3f ms measured, %.3f ms predicted x %g (%s): information only, the host does not "
+		       "run at the GPU's speed (--tolerance-time PCT judges it)\n",
+		       res->time_ms, plan->sim.time_ms * eo->time_scale, eo->time_scale, pct(cmp->time_dev, true, pp, sizeof(pp)));
+	else
+		printf("time      %.3f ms measured; the plan predicts no time (untimed net): not checked\n", res->time_ms);
+}
+
 int cmd_verify(int argc, char **argv)
 {
 	struct mp_exec_opts eo;
@@ -269,7 +397,6 @@ int cmd_verify(int argc, char **argv)
 	exec_opts_default(&eo);
 	if ((rc = cli_parse(&cmd, argc, argv, &at)) != CLI_GO)
 		return rc;
-	rc = EXIT_OK;
 	if (do_probe) {
 		if (argc - at != 0)
 			return cli_usage_error(&cmd);
@@ -278,32 +405,16 @@ int cmd_verify(int argc, char **argv)
 	if (argc - at != 1)
 		return cli_usage_error(&cmd);
 	path = argv[at];
-	if (report && out_same_file(report, path))
-		return cli_error(EXIT_BAD_INPUT, "--report: '%s' is the plan it verifies: write the report elsewhere", report);
-	if (cuda && clock == MP_EXEC_VIRTUAL)
-		return cli_error(EXIT_BAD_INPUT, "--clock: virtual is the host backend's clock; --device cuda runs on the GPU's");
-	if (cuda) {
-		struct mp_cuda_probe pr;
-
-		if (exec_cuda_probe(&pr, &err) < 0)
-			return cli_error(EXIT_NO_GPU, "verify: no CUDA device");
-		if (!backend_find("cuda"))
-			return cli_error(EXIT_NO_GPU, "verify: this memplan was built without the CUDA backend");
-	}
-	/* on the virtual clock every action lasts its modelled time: a time to
-	 * judge is the host's wall clock's */
-	if (!cuda && tol_time >= 0 && clock == MP_EXEC_VIRTUAL)
-		return cli_error(EXIT_BAD_INPUT, "--tolerance-time: the virtual clock gives every action its modelled time, so there is no time to judge (--clock wall)");
+	if ((rc = check_options(report, path, cuda, clock, tol_time, eo.alloc)) != EXIT_OK)
+		return rc;
 	if (!cuda && tol_time >= 0 && clock < 0)
-		clock = MP_EXEC_WALL;
+		clock = MP_EXEC_WALL; /* a time to judge on the host is its wall clock's */
 	if (clock >= 0)
 		eo.clock = (enum mp_exec_clock)clock;
 	/* the host does not run at the GPU's speed: its time is judged only
 	 * when asked; the GPU's always */
 	if (tol_time < 0 && cuda)
 		tol_time = 10;
-	if (!cuda && eo.alloc == MP_EXEC_ASYNC)
-		return cli_error(EXIT_BAD_INPUT, "--alloc: async is cudaMallocAsync, for --device cuda (the host backend has arena and pool)");
 	if (plan_read_file(path, &net, &req, &plan, &err) < 0)
 		return cli_error(EXIT_BAD_INPUT, "%s: %s", path, err.msg);
 	run_rc = replay_run(backend_find(cuda ? "cuda" : "host"), net, &req, &plan, &eo, &res, &err);
@@ -313,84 +424,17 @@ int cmd_verify(int argc, char **argv)
 	}
 	if (run_rc < 0) {
 		rc = cli_error(res.failed_action != UINT32_MAX ? EXIT_NO : EXIT_INTERNAL, "verify: %s", err.msg);
-		if (report) {
-			json_t *root = json_object();
-
-			json_object_set_new(root, "format", json_string("memplan-verify/1"));
-			json_object_set_new(root, "plan", json_string(path));
-			json_object_set_new(root, "device", json_string(cuda ? "cuda" : "host"));
-			json_object_set_new(root, "ok", json_false());
-			json_object_set_new(root, res.failed_action != UINT32_MAX ? "violation" : "error", json_string(err.msg));
-			if (res.failed_action != UINT32_MAX)
-				json_object_set_new(root, "failed_action", json_integer(res.failed_action));
-			if ((wr = write_report(report, root)) != EXIT_OK)
-				rc = wr;
-		}
+		if (report)
+			rc = write_failed_report(report, path, cuda, &res, err.msg, rc);
 		goto out;
 	}
 	exec_compare(net, &plan, &res, tol_peak / 100, tol_time / 100, &cmp);
-
-	printf("plan      %s: net '%s', planner %s, device %s\n", path, net->name, mp_planner_name(plan.planner),
-	       req.device.name);
-	if (cuda)
-		print_cuda_backend(&res);
-	else if (eo.alloc == MP_EXEC_POOL)
-		printf("backend   host: %s\n", pool_phrase(res.mem_bytes, pp, sizeof(pp)));
-	else
-		printf("backend   host: a %s arena at the plan's offsets\n", mp_fmt_bytes(res.mem_bytes, b1, sizeof(b1)));
-	printf("runs      %u warm-up + %u measured iterations, median shown; times x %g (--time-scale)\n",
-	       eo.warmup, eo.iters, eo.time_scale);
-	if (!cuda && eo.clock == MP_EXEC_VIRTUAL)
-		printf("clock     virtual: actions last their modelled time, so the peak follows the simulation on any "
-		       "host; every byte is still moved and checked (--clock wall: the host's)\n");
-	printf("data      every read checked: %llu reads, %llu copies, %llu recomputed tensors per iteration "
-	       "(%s hashed); nothing lost\n",
-	       (unsigned long long)res.reads_checked, (unsigned long long)res.swaps_checked,
-	       (unsigned long long)res.recomputes_checked, mp_fmt_bytes(res.bytes_hashed, b1, sizeof(b1)));
-	if (eo.alloc == MP_EXEC_POOL) {
-		print_high_water("pool     ", res.pool_high_bytes, &plan, &res);
-		printf("\n");
-	}
-	if (eo.alloc == MP_EXEC_ASYNC) {
-		/* the memory pool's marks, reset after the warm-up */
-		print_high_water("async     reserved", res.cuda.reserved_high_bytes, &plan, &res);
-		printf("; used high-water %s\n", mp_fmt_bytes(res.cuda.used_high_bytes, b1, sizeof(b1)));
-	}
-	if (res.overruns) {
-		printf("note      %u actions outlasted their scaled time by %.3f ms in all (real work: filling, "
-		       "hashing, copying)", res.overruns, res.overrun_ms);
-		if (!cmp.time_ok && res.work_scale > eo.time_scale) {
-			/* where the slowest action's real work fits, with a quarter
-			 * to spare, two significant digits */
-			double want = 1.25 * res.work_scale, mag = pow(10, floor(log10(want)) - 1);
-
-			printf("; the slowest would fit at --time-scale %g", ceil(want / mag) * mag);
-		}
-		printf("\n");
-	}
-	if (res.alloc_wait_ms > 0 && eo.alloc == MP_EXEC_ASYNC)
-		printf("note      allocations held the compute stream %.3f ms (cudaMallocAsync, waits for memory freed "
-		       "on a copy stream included)\n", res.alloc_wait_ms);
-	else if (res.alloc_wait_ms > 0)
-		printf("note      allocations waited %.3f ms for swap-outs to release memory\n", res.alloc_wait_ms);
+	print_run(path, net, &req, &plan, &res, &eo, cuda);
+	print_notes(&res, &eo, &cmp);
 	printf("\n");
 	print_table(&cmp);
 	printf("\n");
-	printf("peak      %llu B measured%s, %llu B predicted (%s, tolerance %g%%): %s\n",
-	       (unsigned long long)res.peak_bytes,
-	       eo.alloc == MP_EXEC_POOL ? " (pool high-water)" : eo.alloc == MP_EXEC_ASYNC ? " (memory pool's reserved high-water)" : "",
-	       (unsigned long long)plan.sim.peak_bytes, pct(cmp.peak_dev, true, pp, sizeof(pp)), tol_peak,
-	       cmp.peak_ok ? "ok" : "OUTSIDE");
-	if (cmp.time_judged)
-		printf("time      %.3f ms measured, %.3f ms predicted x %g (%s, tolerance %g%%): %s\n",
-		       res.time_ms, plan.sim.time_ms * eo.time_scale, eo.time_scale, pct(cmp.time_dev, true, pp, sizeof(pp)),
-		       tol_time, cmp.time_ok ? "ok" : "OUTSIDE");
-	else if (cmp.time_checked)
-		printf("time      %.3f ms measured, %.3f ms predicted x %g (%s): information only, the host does not "
-		       "run at the GPU's speed (--tolerance-time PCT judges it)\n",
-		       res.time_ms, plan.sim.time_ms * eo.time_scale, eo.time_scale, pct(cmp.time_dev, true, pp, sizeof(pp)));
-	else
-		printf("time      %.3f ms measured; the plan predicts no time (untimed net): not checked\n", res.time_ms);
+	print_verdicts(&plan, &res, &eo, &cmp, tol_peak, tol_time);
 	if (report) {
 		json_t *root = exec_report_json(net, &plan, &res, &cmp);
 

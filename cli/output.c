@@ -226,144 +226,202 @@ static double nice_step(double max)
 
 static const char *const colors[MP_STRAT__COUNT] = { "#7f7f7f", "#1f77b4", "#2ca02c", "#d62728" };
 
-void out_svg_curves(FILE *f, const struct mp_net *net, const struct mp_analysis *a, uint32_t show)
+/* The curves' plot: its size and margins, and its scales. */
+static const double svg_w = 960, svg_h = 540, svg_l = 90, svg_r = 80, svg_t = 56, svg_b = 64;
+
+struct plot {
+	const struct mp_analysis *a;
+	uint32_t show;          /* strategies drawn (bits) */
+	uint32_t n;             /* steps */
+	double pw, ph;          /* the plot area */
+	double unit, ystep, ytop;
+	const char *uname;
+	double lstep, ltop;     /* live tensors, on the right */
+};
+
+static double plot_x(const struct plot *P, uint32_t step)
 {
-	const double W = 960, H = 540, L = 90, R = 80, T = 56, B = 64;
-	const double pw = W - L - R, ph = H - T - B;
-	uint32_t n = a->route.n, buckets = n > 2000 ? 2000 : n;
+	return svg_l + P->pw * ((P->n > 1) ? (double)(step) / (double)(P->n - 1) : 0.5);
+}
+
+static double plot_y(const struct plot *P, uint64_t bytes)
+{
+	return svg_t + P->ph * (1 - ((double)(bytes) / P->unit) / P->ytop);
+}
+
+static double plot_yl(const struct plot *P, double live)
+{
+	return svg_t + P->ph * (1 - (double)(live) / P->ltop);
+}
+
+/* The scales: the largest peak shown (l_peak at least) in B, KiB, MiB or
+ * GiB, and the most live tensors. */
+static void plot_scale(struct plot *P, const struct mp_analysis *a, uint32_t show)
+{
 	uint64_t ymax = a->lmin.bytes;
 	uint32_t lmax = 1;
-	double unit = 1, ystep;
-	const char *uname = "B";
-	char b1[32];
 
+	P->a = a;
+	P->show = show;
+	P->n = a->route.n;
+	P->pw = svg_w - svg_l - svg_r;
+	P->ph = svg_h - svg_t - svg_b;
+	P->unit = 1;
+	P->uname = "B";
 	for (uint32_t i = 0; i < a->n; i++) {
 		if (!(show & (1u << a->r[i].strategy)))
 			continue;
 		if (a->r[i].sim.peak_bytes > ymax)
 			ymax = a->r[i].sim.peak_bytes;
-		for (uint32_t k = 0; k < n; k++)
+		for (uint32_t k = 0; k < P->n; k++)
 			if (a->r[i].sim.steps[k].live > lmax)
 				lmax = a->r[i].sim.steps[k].live;
 	}
 	if (ymax >= (1ull << 30)) {
-		unit = 1 << 30;
-		uname = "GiB";
+		P->unit = 1 << 30;
+		P->uname = "GiB";
 	} else if (ymax >= (1ull << 20)) {
-		unit = 1 << 20;
-		uname = "MiB";
+		P->unit = 1 << 20;
+		P->uname = "MiB";
 	} else if (ymax >= (1ull << 10)) {
-		unit = 1 << 10;
-		uname = "KiB";
+		P->unit = 1 << 10;
+		P->uname = "KiB";
 	}
-	ystep = nice_step((double)ymax / unit);
-	double ytop = ceil((double)ymax / unit / ystep) * ystep;
-	if (ytop <= 0)
-		ytop = 1;
-	double lstep = nice_step(lmax), ltop = ceil(lmax / lstep) * lstep;
-#define X(step) (L + pw * ((n > 1) ? (double)(step) / (double)(n - 1) : 0.5))
-#define Y(bytes) (T + ph * (1 - ((double)(bytes) / unit) / ytop))
-#define YL(live) (T + ph * (1 - (double)(live) / ltop))
+	P->ystep = nice_step((double)ymax / P->unit);
+	P->ytop = ceil((double)ymax / P->unit / P->ystep) * P->ystep;
+	if (P->ytop <= 0)
+		P->ytop = 1;
+	P->lstep = nice_step(lmax);
+	P->ltop = ceil(lmax / P->lstep) * P->lstep;
+}
 
-	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"13\">\n", W, H, W, H);
+/* The title, the grid, the axes and their ticks, the frame. */
+static void plot_frame(FILE *f, const struct plot *P, const struct mp_net *net)
+{
+	const struct mp_analysis *a = P->a;
+	const double L = svg_l, T = svg_t, pw = P->pw, ph = P->ph;
+	double xs = nice_step(P->n);
+
+	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"13\">\n", svg_w, svg_h, svg_w, svg_h);
 	fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
 	fprintf(f, "<text x=\"%.0f\" y=\"28\" font-size=\"18\" font-weight=\"bold\">Memory per step: ", L);
 	out_xml_text(f, net->name);
 	fprintf(f, "</text>\n<text x=\"%.0f\" y=\"46\" fill=\"#555\">%u steps (%u forward, %u backward, %u optimizer); device %s</text>\n",
-		L, n, a->route.n_fwd, a->route.n_bwd, a->route.n_opt, a->device.name);
+		L, P->n, a->route.n_fwd, a->route.n_bwd, a->route.n_opt, a->device.name);
 	/* grid and left axis */
-	for (double v = 0; v <= ytop + 1e-9; v += ystep) {
-		double y = T + ph * (1 - v / ytop);
+	for (double v = 0; v <= P->ytop + 1e-9; v += P->ystep) {
+		double y = T + ph * (1 - v / P->ytop);
 
 		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n", L, y, L + pw, y);
 		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", L - 8, y + 4, v);
 	}
-	for (double v = 0; v <= ltop + 1e-9; v += lstep)
-		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#555\">%g</text>\n", L + pw + 8, YL(v) + 4, v);
-	fprintf(f, "<text transform=\"translate(24 %.1f) rotate(-90)\" text-anchor=\"middle\">device memory (%s)</text>\n", T + ph / 2, uname);
-	fprintf(f, "<text transform=\"translate(%.1f %.1f) rotate(90)\" text-anchor=\"middle\" fill=\"#555\">live tensors (dotted)</text>\n", W - 24, T + ph / 2);
+	for (double v = 0; v <= P->ltop + 1e-9; v += P->lstep)
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#555\">%g</text>\n", L + pw + 8, plot_yl(P, v) + 4, v);
+	fprintf(f, "<text transform=\"translate(24 %.1f) rotate(-90)\" text-anchor=\"middle\">device memory (%s)</text>\n", T + ph / 2, P->uname);
+	fprintf(f, "<text transform=\"translate(%.1f %.1f) rotate(90)\" text-anchor=\"middle\" fill=\"#555\">live tensors (dotted)</text>\n", svg_w - 24, T + ph / 2);
 	/* x axis ticks */
-	{
-		double xs = nice_step(n);
+	for (double v = 0; v <= P->n; v += xs) {
+		uint32_t st = v < 1 ? 1 : (uint32_t)v;
 
-		for (double v = 0; v <= n; v += xs) {
-			uint32_t st = v < 1 ? 1 : (uint32_t)v;
-
-			fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%u</text>\n", X(st - 1), T + ph + 18, st);
-		}
-		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">step</text>\n", L + pw / 2, H - 18);
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%u</text>\n", plot_x(P, st - 1), T + ph + 18, st);
 	}
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">step</text>\n", L + pw / 2, svg_h - 18);
 	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#333\"/>\n", L, T, pw, ph);
-	/* phase boundaries */
-	if (a->route.n_fwd && a->route.n_fwd < n) {
-		double x = (X(a->route.n_fwd - 1) + X(a->route.n_fwd)) / 2;
+}
+
+/* The phase boundaries and l_peak. */
+static void plot_marks(FILE *f, const struct plot *P)
+{
+	const struct mp_route *route = &P->a->route;
+	const double T = svg_t, ph = P->ph;
+	uint64_t lpeak = P->a->lmin.bytes;
+	char b1[32];
+
+	if (route->n_fwd && route->n_fwd < P->n) {
+		double x = (plot_x(P, route->n_fwd - 1) + plot_x(P, route->n_fwd)) / 2;
 
 		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\" stroke-dasharray=\"6 4\"/>\n", x, T, x, T + ph);
 		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#333\">forward</text>\n", x - 6, T + 16);
 		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#333\">backward</text>\n", x + 6, T + 16);
 	}
-	if (a->route.n_opt) {
-		double x = (X(n - a->route.n_opt - 1) + X(n - a->route.n_opt)) / 2;
+	if (route->n_opt) {
+		double x = (plot_x(P, P->n - route->n_opt - 1) + plot_x(P, P->n - route->n_opt)) / 2;
 
 		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\" stroke-dasharray=\"2 3\"/>\n", x, T, x, T + ph);
 	}
-	/* l_peak */
 	fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#9467bd\" stroke-width=\"1.5\" stroke-dasharray=\"8 4\"/>\n",
-		L, Y(a->lmin.bytes), L + pw, Y(a->lmin.bytes));
+		svg_l, plot_y(P, lpeak), svg_l + P->pw, plot_y(P, lpeak));
 	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#9467bd\" stroke=\"white\" stroke-width=\"4\" paint-order=\"stroke\">l_peak (layer-wise minimum) %s</text>\n",
-		L + 8, Y(a->lmin.bytes) + 16, mp_fmt_bytes(a->lmin.bytes, b1, sizeof(b1)));
-	/* curves: max per bucket when there are more steps than pixels */
+		svg_l + 8, plot_y(P, lpeak) + 16, mp_fmt_bytes(lpeak, b1, sizeof(b1)));
+}
+
+/* One strategy's curve, of bytes or (live) of live tensors: the most per
+ * bucket when there are more steps than pixels. */
+static void plot_curve(FILE *f, const struct plot *P, const struct mp_strategy_result *r, int live)
+{
+	uint32_t n = P->n, buckets = n > 2000 ? 2000 : n;
+
+	fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s points=\"",
+		colors[r->strategy], live ? "1" : "2",
+		live ? " stroke-dasharray=\"1 3\" stroke-opacity=\"0.8\"" : "");
+	for (uint32_t bk = 0; bk < buckets; bk++) {
+		uint32_t lo = (uint32_t)((uint64_t)bk * n / buckets);
+		uint32_t hi = (uint32_t)((uint64_t)(bk + 1) * n / buckets);
+		uint64_t vb = 0;
+		uint32_t vl = 0, at = lo;
+
+		for (uint32_t k = lo; k < hi; k++) {
+			if (r->sim.steps[k].bytes >= vb) {
+				vb = r->sim.steps[k].bytes;
+				at = k;
+			}
+			if (r->sim.steps[k].live > vl)
+				vl = r->sim.steps[k].live;
+		}
+		fprintf(f, "%.1f,%.1f ", plot_x(P, at), live ? plot_yl(P, vl) : plot_y(P, vb));
+	}
+	fprintf(f, "\"/>\n");
+}
+
+/* The legend, on a white box over the plot. */
+static void plot_legend(FILE *f, const struct plot *P)
+{
+	const struct mp_analysis *a = P->a;
+	const double x0 = svg_l + P->pw;
+	double y = svg_t + 34;
+	uint32_t rows = 0;
+	char b1[32];
+
+	for (uint32_t i = 0; i < a->n; i++)
+		rows += (P->show >> a->r[i].strategy) & 1;
+	fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"240\" height=\"%u\" fill=\"white\" fill-opacity=\"0.9\" stroke=\"#ccc\"/>\n",
+		x0 - 238, y - 18, rows * 18 + 10);
 	for (uint32_t i = 0; i < a->n; i++) {
 		const struct mp_strategy_result *r = &a->r[i];
 
-		if (!(show & (1u << r->strategy)))
+		if (!(P->show & (1u << r->strategy)))
 			continue;
-		for (int live = 0; live < 2; live++) {
-			fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s points=\"",
-				colors[r->strategy], live ? "1" : "2",
-				live ? " stroke-dasharray=\"1 3\" stroke-opacity=\"0.8\"" : "");
-			for (uint32_t bk = 0; bk < buckets; bk++) {
-				uint32_t lo = (uint32_t)((uint64_t)bk * n / buckets);
-				uint32_t hi = (uint32_t)((uint64_t)(bk + 1) * n / buckets);
-				uint64_t vb = 0;
-				uint32_t vl = 0, at = lo;
-
-				for (uint32_t k = lo; k < hi; k++) {
-					if (r->sim.steps[k].bytes >= vb) {
-						vb = r->sim.steps[k].bytes;
-						at = k;
-					}
-					if (r->sim.steps[k].live > vl)
-						vl = r->sim.steps[k].live;
-				}
-				fprintf(f, "%.1f,%.1f ", X(at), live ? YL(vl) : Y(vb));
-			}
-			fprintf(f, "\"/>\n");
-		}
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>\n",
+			x0 - 230, y - 4, x0 - 205, y - 4, colors[r->strategy]);
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s, peak %s</text>\n", x0 - 198, y,
+			mp_strategy_name(r->strategy), mp_fmt_bytes(r->sim.peak_bytes, b1, sizeof(b1)));
+		y += 18;
 	}
-	/* legend, on a white box over the plot */
-	{
-		double y = T + 34;
-		uint32_t rows = 0;
+}
 
-		for (uint32_t i = 0; i < a->n; i++)
-			rows += (show >> a->r[i].strategy) & 1;
-		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"240\" height=\"%u\" fill=\"white\" fill-opacity=\"0.9\" stroke=\"#ccc\"/>\n",
-			L + pw - 238, y - 18, rows * 18 + 10);
-		for (uint32_t i = 0; i < a->n; i++) {
-			const struct mp_strategy_result *r = &a->r[i];
+void out_svg_curves(FILE *f, const struct mp_net *net, const struct mp_analysis *a, uint32_t show)
+{
+	struct plot P;
 
-			if (!(show & (1u << r->strategy)))
-				continue;
-			fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>\n",
-				L + pw - 230, y - 4, L + pw - 205, y - 4, colors[r->strategy]);
-			fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%s, peak %s</text>\n", L + pw - 198, y,
-				mp_strategy_name(r->strategy), mp_fmt_bytes(r->sim.peak_bytes, b1, sizeof(b1)));
-			y += 18;
-		}
+	plot_scale(&P, a, show);
+	plot_frame(f, &P, net);
+	plot_marks(f, &P);
+	for (uint32_t i = 0; i < a->n; i++) {
+		if (!(show & (1u << a->r[i].strategy)))
+			continue;
+		for (int live = 0; live < 2; live++)
+			plot_curve(f, &P, &a->r[i], live);
 	}
+	plot_legend(f, &P);
 	fprintf(f, "</svg>\n");
-#undef X
-#undef Y
-#undef YL
 }

@@ -104,25 +104,21 @@ static void om_visit(struct om *M, const struct mp_op *op, uint32_t t, uint32_t 
 	}
 }
 
-/* Blocks, tracked tensors, fixed memory and each stage's candidate blocks.
- * Returns the number of model columns (variables). */
-static uint64_t om_build(struct om *M, const struct pl_state *S)
+/* Tracked tensors, each op's time and workspace as the state runs it, and
+ * the blocks: which may re-run, and the columns a re-run adds. */
+static void om_blocks(struct om *M)
 {
+	const struct pl_state *S = M->S;
 	const struct mp_net *net = S->net;
 	const struct mp_route *r = S->r;
-	uint32_t nt = net->n_tensors, nf = r->n_fwd, *stamp, *stack, cap = 0, n_cand = 0;
-	uint64_t cols = 0, persistent = 0, *delta;
-	uint32_t *ulast;
-	double *op_ms;
+	uint32_t nt = net->n_tensors;
+	double *op_ms = mp_xmalloc((net->n_ops + 1) * sizeof(*op_ms));
 
-	memset(M, 0, sizeof(*M));
-	M->S = S;
 	M->tracked = mp_xcalloc(nt + 1, 1);
 	M->tblk = mp_xmalloc((nt + 1) * sizeof(*M->tblk));
 	M->tfirst = mp_xmalloc((nt + 1) * sizeof(*M->tfirst));
 	M->tlast = mp_xcalloc(nt + 1, sizeof(*M->tlast));
 	M->alloc = mp_xcalloc(net->n_ops + 1, sizeof(*M->alloc));
-	op_ms = mp_xmalloc((net->n_ops + 1) * sizeof(*op_ms));
 	M->op_ws = mp_xmalloc((net->n_ops + 1) * sizeof(*M->op_ws));
 	for (uint32_t o = 0; o < net->n_ops; o++) {
 		/* time and workspace as the state runs the op */
@@ -144,7 +140,7 @@ static uint64_t om_build(struct om *M, const struct pl_state *S)
 	M->brc = mp_xmalloc(M->bl.n + 1);
 	memset(M->brc, 1, M->bl.n + 1);
 	M->bcols = mp_xcalloc(M->bl.n + 1, sizeof(*M->bcols));
-	for (uint32_t i = 0; i < nf; i++) {
+	for (uint32_t i = 0; i < r->n_fwd; i++) {
 		const struct mp_op *op = &net->ops[r->op[i]];
 		uint32_t b = M->bl.of_op[r->op[i]];
 
@@ -155,102 +151,115 @@ static uint64_t om_build(struct om *M, const struct pl_state *S)
 	for (uint32_t t = 0; t < nt; t++)
 		if (M->tracked[t])
 			M->tblk[t] = M->bl.of_op[net->tensors[t].producer];
-	/* what a re-run cannot reproduce: a tensor a later phase writes again
-	 * (its block stays, and so do its forward readers, who read a version
-	 * only the original run has), or a version a later write of its block
-	 * replaces (the reader's block stays) */
-	{
-		uint8_t *again = mp_xcalloc(nt + 1, 1);
+}
 
-		for (uint32_t i = nf; i < r->n; i++) {
-			const struct mp_op *op = &net->ops[r->op[i]];
+/* What a re-run cannot reproduce: a tensor a later phase writes again (its
+ * block stays, and so do its forward readers, who read a version only the
+ * original run has), or a version a later write of its block replaces (the
+ * reader's block stays).  Also the tracked bytes each forward op writes
+ * first. */
+static void om_rerun_limits(struct om *M)
+{
+	const struct mp_net *net = M->S->net;
+	const struct mp_route *r = M->S->r;
+	uint8_t *again = mp_xcalloc(net->n_tensors + 1, 1);
 
-			for (uint32_t k = 0; k < op->n_out; k++)
-				if (M->tracked[op->out[k]]) {
-					again[op->out[k]] = 1;
-					M->brc[M->tblk[op->out[k]]] = 0;
-				}
-		}
-		for (uint32_t i = 0; i < nf; i++) {
-			const struct mp_op *op = &net->ops[r->op[i]];
-			uint32_t b = M->bl.of_op[r->op[i]];
+	for (uint32_t i = r->n_fwd; i < r->n; i++) {
+		const struct mp_op *op = &net->ops[r->op[i]];
 
-			for (uint32_t k = 0; k < op->n_in; k++) {
-				int32_t x = op->in[k];
-
-				if (M->tracked[x] && (again[x] || (M->tblk[x] != b && M->bl.last[M->tblk[x]] > i)))
-					M->brc[b] = 0;
+		for (uint32_t k = 0; k < op->n_out; k++)
+			if (M->tracked[op->out[k]]) {
+				again[op->out[k]] = 1;
+				M->brc[M->tblk[op->out[k]]] = 0;
 			}
-			for (uint32_t k = 0; k < op->n_out; k++)
-				if (M->tracked[op->out[k]] && net->tensors[op->out[k]].producer == r->op[i])
-					M->alloc[r->op[i]] += net->tensors[op->out[k]].bytes;
-		}
-		free(again);
 	}
-	/* fixed memory: persistent tensors, and the others no forward op writes,
-	 * each from its first write to its last touch (parameter gradients
-	 * nobody reads stay) */
-	delta = mp_xcalloc(r->n + 2, sizeof(*delta));
-	ulast = mp_xmalloc((nt + 1) * sizeof(*ulast));
+	for (uint32_t i = 0; i < r->n_fwd; i++) {
+		const struct mp_op *op = &net->ops[r->op[i]];
+		uint32_t b = M->bl.of_op[r->op[i]];
+
+		for (uint32_t k = 0; k < op->n_in; k++) {
+			int32_t x = op->in[k];
+
+			if (M->tracked[x] && (again[x] || (M->tblk[x] != b && M->bl.last[M->tblk[x]] > i)))
+				M->brc[b] = 0;
+		}
+		for (uint32_t k = 0; k < op->n_out; k++)
+			if (M->tracked[op->out[k]] && net->tensors[op->out[k]].producer == r->op[i])
+				M->alloc[r->op[i]] += net->tensors[op->out[k]].bytes;
+	}
+	free(again);
+}
+
+/* Fixed memory: persistent tensors, and the others no forward op writes,
+ * each from its first write to its last touch (parameter gradients nobody
+ * reads stay). */
+static void om_fixed_memory(struct om *M)
+{
+	const struct mp_net *net = M->S->net;
+	const struct mp_route *r = M->S->r;
+	uint32_t nt = net->n_tensors;
+	uint32_t *ufirst = mp_xmalloc((nt + 1) * sizeof(*ufirst)), *ulast = mp_xmalloc((nt + 1) * sizeof(*ulast));
+	uint8_t *read = mp_xcalloc(nt + 1, 1);
+	/* delta[i]: bytes allocated at step i; freed[i]: freed after it */
+	uint64_t *delta = mp_xcalloc(r->n + 2, sizeof(*delta)), *freed = mp_xcalloc(r->n + 2, sizeof(*freed));
+	uint64_t live = 0;
+
 	for (uint32_t t = 0; t < nt; t++) {
-		const struct mp_tensor *x = &net->tensors[t];
-
-		ulast[t] = NONE;
-		if (sched_persistent(x))
-			persistent += x->bytes;
+		ufirst[t] = ulast[t] = NONE;
+		if (sched_persistent(&net->tensors[t]))
+			live += net->tensors[t].bytes;
 	}
-	{
-		uint32_t *ufirst = mp_xmalloc((nt + 1) * sizeof(*ufirst));
-		uint8_t *read = mp_xcalloc(nt + 1, 1);
+	for (uint32_t i = 0; i < r->n; i++) {
+		const struct mp_op *op = &net->ops[r->op[i]];
 
-		for (uint32_t t = 0; t < nt; t++)
-			ufirst[t] = NONE;
-		for (uint32_t i = 0; i < r->n; i++) {
-			const struct mp_op *op = &net->ops[r->op[i]];
+		for (uint32_t k = 0; k < op->n_in + op->n_out; k++) {
+			int32_t t = k < op->n_in ? op->in[k] : op->out[k - op->n_in];
+			const struct mp_tensor *x = &net->tensors[t];
 
-			for (uint32_t k = 0; k < op->n_in + op->n_out; k++) {
-				int32_t t = k < op->n_in ? op->in[k] : op->out[k - op->n_in];
-				const struct mp_tensor *x = &net->tensors[t];
-
-				if (k < op->n_in)
-					read[t] = 1;
-				if (M->tracked[t] || sched_persistent(x) || x->kind == MP_TK_WORKSPACE)
-					continue;
-				if (ufirst[t] == NONE)
-					ufirst[t] = i;
-				ulast[t] = i;
-			}
+			if (k < op->n_in)
+				read[t] = 1;
+			if (M->tracked[t] || sched_persistent(x) || x->kind == MP_TK_WORKSPACE)
+				continue;
+			if (ufirst[t] == NONE)
+				ufirst[t] = i;
+			ulast[t] = i;
 		}
-		M->fixed = mp_xcalloc(r->n + 1, sizeof(*M->fixed));
-		M->fixed_op = mp_xcalloc(r->n + 1, sizeof(*M->fixed_op));
-		/* delta[i]: bytes allocated at step i; freed after ulast */
-		{
-			uint64_t *freed = mp_xcalloc(r->n + 2, sizeof(*freed)), live = persistent;
-
-			for (uint32_t t = 0; t < nt; t++) {
-				if (ufirst[t] == NONE)
-					continue;
-				delta[ufirst[t]] += net->tensors[t].bytes;
-				if (!(net->tensors[t].kind == MP_TK_PARAM_GRAD && !read[t]))
-					freed[ulast[t]] += net->tensors[t].bytes;
-			}
-			for (uint32_t i = 0; i < r->n; i++) {
-				M->fixed[i] = live;
-				M->fixed_op[i] = live + delta[i];
-				live = live + delta[i] - freed[i];
-			}
-			free(freed);
-		}
-		free(ufirst);
-		free(read);
 	}
+	M->fixed = mp_xcalloc(r->n + 1, sizeof(*M->fixed));
+	M->fixed_op = mp_xcalloc(r->n + 1, sizeof(*M->fixed_op));
+	for (uint32_t t = 0; t < nt; t++) {
+		if (ufirst[t] == NONE)
+			continue;
+		delta[ufirst[t]] += net->tensors[t].bytes;
+		if (!(net->tensors[t].kind == MP_TK_PARAM_GRAD && !read[t]))
+			freed[ulast[t]] += net->tensors[t].bytes;
+	}
+	for (uint32_t i = 0; i < r->n; i++) {
+		M->fixed[i] = live;
+		M->fixed_op[i] = live + delta[i];
+		live = live + delta[i] - freed[i];
+	}
+	free(freed);
 	free(delta);
+	free(ufirst);
 	free(ulast);
-	/* candidates: the blocks route op t needs, through re-runs */
-	stamp = mp_xmalloc((M->bl.n + 1) * sizeof(*stamp));
+	free(read);
+}
+
+/* Candidates: the blocks route op t needs, through re-runs, in route order
+ * of their last op (what a block reads of another is final once that
+ * block's last op has run).  Returns the number of model columns. */
+static uint64_t om_candidates(struct om *M)
+{
+	const struct mp_net *net = M->S->net;
+	const struct mp_route *r = M->S->r;
+	uint32_t *stamp = mp_xmalloc((M->bl.n + 1) * sizeof(*stamp));
+	uint32_t *stack = mp_xmalloc((M->bl.n + 1) * sizeof(*stack));
+	uint32_t cap = 0, n_cand = 0;
+	uint64_t cols = 0;
+
 	for (uint32_t b = 0; b <= M->bl.n; b++)
 		stamp[b] = NONE;
-	stack = mp_xmalloc((M->bl.n + 1) * sizeof(*stack));
 	M->cand_start = mp_xcalloc(r->n + 2, sizeof(*M->cand_start));
 	for (uint32_t t = 0; t < r->n; t++) {
 		const struct mp_op *op = &net->ops[r->op[t]];
@@ -266,8 +275,6 @@ static uint64_t om_build(struct om *M, const struct pl_state *S)
 			for (uint32_t j = M->bl.start[b]; j < M->bl.start[b + 1]; j++)
 				om_visit(M, &net->ops[M->bl.ops[j]], t, b, stamp, stack, &sp);
 		}
-		/* in route order of their last op: what a block reads of
-		 * another is final once that block's last op has run */
 		for (uint32_t a = c0 + 1; a < n_cand; a++)
 			for (uint32_t j = a; j > c0 && M->bl.last[M->cand[j - 1]] > M->bl.last[M->cand[j]]; j--) {
 				uint32_t tmp = M->cand[j];
@@ -283,10 +290,22 @@ static uint64_t om_build(struct om *M, const struct pl_state *S)
 	}
 	free(stamp);
 	free(stack);
-	for (uint32_t t = 0; t < nt; t++)
+	for (uint32_t t = 0; t < net->n_tensors; t++)
 		if (M->tracked[t] && M->tlast[t] > M->tfirst[t])
 			cols += M->tlast[t] - M->tfirst[t];
 	return cols;
+}
+
+/* Blocks, tracked tensors, fixed memory and each stage's candidate blocks.
+ * Returns the number of model columns (variables). */
+static uint64_t om_build(struct om *M, const struct pl_state *S)
+{
+	memset(M, 0, sizeof(*M));
+	M->S = S;
+	om_blocks(M);
+	om_rerun_limits(M);
+	om_fixed_memory(M);
+	return om_candidates(M);
 }
 
 static void om_free(struct om *M)
@@ -867,6 +886,159 @@ static void solve_isolated(const struct lp *L, const double *start, double limit
  * within the time limit, or the state as it was when none was (the note
  * says which, with the proven bound).
  */
+/* Refuse a model past OPT_MAX_COLS columns, or whose LP relaxation alone
+ * would outlast limit_s.  0, or -1 with *err. */
+static int opt_check_size(const struct pl_state *S, uint64_t cols, double limit_s, struct mp_error *err)
+{
+	double lp_s = (double)cols * (double)cols / OPT_LP_COLS2_PER_S;
+
+	if (cols > OPT_MAX_COLS) {
+		mp_error_set(err, "optimal: the net is too large for the exact planner (%u ops: about %llu "
+			     "variables, the limit is %u); use chain or greedy", S->net->n_ops,
+			     (unsigned long long)cols, OPT_MAX_COLS);
+		return -1;
+	}
+	if (lp_s > limit_s) {
+		mp_error_set(err, "optimal: the net is too large for a %g s time limit (%u ops: about %llu "
+			     "variables, whose LP relaxation alone takes about %.0f s); use --time-limit %.0f, "
+			     "or chain or greedy", limit_s, S->net->n_ops, (unsigned long long)cols, lp_s,
+			     10 * ceil(lp_s / 5));
+		return -1;
+	}
+	return 0;
+}
+
+/* The model: S and R columns, the rows S[t+1][x] <= S[t][x] +
+ * R[t][block(x)], then each stage's.  Returns -1, or the first stage whose
+ * route op cannot run under the budget whatever is dropped. */
+static int opt_model(const struct pl_state *S, const struct om *M, struct lp *L, struct cols *C,
+		     struct stage_buf *B)
+{
+	const struct mp_net *net = S->net;
+	const struct mp_route *r = S->r;
+	double budget_kib = (double)S->req->budget_bytes / KIB;
+
+	C->s0 = mp_xcalloc(net->n_tensors + 1, sizeof(*C->s0));
+	C->rc = mp_xcalloc(M->cand_start[r->n] + 1, sizeof(*C->rc));
+	for (uint32_t x = 0; x < net->n_tensors; x++)
+		if (M->tracked[x] && M->tlast[x] > M->tfirst[x])
+			for (uint32_t t = M->tfirst[x] + 1; t <= M->tlast[x]; t++) {
+				int c = col_new(L, 'b', 1, 0);
+
+				if (t == M->tfirst[x] + 1)
+					C->s0[x] = c;
+			}
+	for (uint32_t c = 0; c < M->cand_start[r->n]; c++)
+		C->rc[c] = col_new(L, 'b', 1, M->bl.ms[M->cand[c]]);
+	for (uint32_t x = 0; x < net->n_tensors; x++)
+		for (uint32_t t = M->tfirst[x] + 1; M->tracked[x] && C->s0[x] && t < M->tlast[x]; t++) {
+			row_add(&B->row, s_col(M, C, (int32_t)x, t + 1), 1.0);
+			row_add(&B->row, s_col(M, C, (int32_t)x, t), -1.0);
+			row_add(&B->row, r_col(M, C, t, M->tblk[x]), -1.0);
+			row_emit(L, &B->row, ROW_LE, 0.0);
+		}
+	B->p_start = mp_xcalloc(r->n + 2, sizeof(*B->p_start));
+	B->q_start = mp_xcalloc(r->n + 2, sizeof(*B->q_start));
+	B->last = mp_xmalloc((net->n_tensors + 1) * sizeof(*B->last));
+	B->stamp = mp_xmalloc((net->n_tensors + 1) * sizeof(*B->stamp));
+	for (uint32_t x = 0; x < net->n_tensors; x++)
+		B->stamp[x] = NONE;
+	for (uint32_t t = 0; t < r->n; t++)
+		if (model_stage(L, M, C, t, budget_kib, B) < 0)
+			return (int)t;
+	return -1;
+}
+
+/* The solver's time: the limit, or what the attempts before this one left
+ * of it (at least 1 s). */
+static double opt_solve_s(const struct pl_state *S, double limit_s)
+{
+	double left;
+
+	if (S->req->deadline_s <= 0)
+		return limit_s;
+	left = S->req->deadline_s - plan_now_s();
+	return left < 1 ? 1 : left < limit_s ? left : limit_s;
+}
+
+/* The sequence of the solution rval: each stage's re-run blocks, then its
+ * route op; into S->seq. */
+static void opt_sequence(struct pl_state *S, const struct om *M, const uint8_t *rval)
+{
+	const struct mp_route *r = S->r;
+	struct mp_entry *e = NULL;
+	uint32_t n_e = 0, cap = 0;
+
+	for (uint32_t t = 0; t < r->n; t++) {
+		for (uint32_t c = M->cand_start[t]; c < M->cand_start[t + 1]; c++) {
+			uint32_t b = M->cand[c];
+
+			if (!rval[c])
+				continue;
+			for (uint32_t j = M->bl.start[b]; j < M->bl.start[b + 1]; j++) {
+				mp_grow((void **)&e, &cap, n_e + 1, sizeof(*e));
+				e[n_e++] = (struct mp_entry){ (int32_t)M->bl.ops[j], true, -1 };
+			}
+		}
+		mp_grow((void **)&e, &cap, n_e + 1, sizeof(*e));
+		e[n_e++] = (struct mp_entry){ r->op[t], false, -1 };
+	}
+	free(S->seq);
+	S->seq = e;
+	S->n_seq = n_e;
+}
+
+/* The note of a plan the solver gave (or, lost, the start's). */
+static void opt_note(struct mp_plan *p, const struct solve_out *so, const char *start, double limit_s,
+		     double secs, const struct lp *L)
+{
+	if (so->status == SOLVE_OPTIMAL)
+		snprintf(p->note, sizeof(p->note), "proven optimal: %.3f ms recomputed (%u variables, "
+			 "%u constraints, %.1f s)", so->obj, L->n_col, L->n_row, secs);
+	else if (so->status == SOLVE_LOST)
+		snprintf(p->note, sizeof(p->note), "the solver %s: %s's plan, %.3f ms recomputed (%u "
+			 "variables, %u constraints)", SOLVE_LOST_WHY, start, so->obj, L->n_col, L->n_row);
+	else
+		snprintf(p->note, sizeof(p->note), "best found in the %.0f s limit%s%s: %.3f ms recomputed; "
+			 "no plan recomputes less than %.3f ms (%u variables, %u constraints)", limit_s,
+			 start ? ", from " : "", start ? start : "", so->obj, so->bound > 0 ? so->bound : 0.0,
+			 L->n_col, L->n_row);
+}
+
+/* The model counts the simulated peak, not the arena: where its plan (built
+ * in S, overflowing) does not pack in the budget and the start's (he) does,
+ * the start stands (U-Net at 80%: the solver's plans fragmented, and
+ * plan_run's re-plans lower ended at +8.8% where greedy's start packs at
+ * +1.8%).  0, or -1 with *err. */
+static int opt_prefer_packing_start(struct pl_state *S, struct mp_plan *p, const struct mp_entry *he,
+				    uint32_t n_he, const char *start, const struct solve_out *so,
+				    const struct lp *L, struct mp_error *err)
+{
+	struct mp_entry *solved = S->seq;
+	uint32_t n_solved = S->n_seq;
+	double solved_ms = S->sim.recompute_ms;
+	int rc;
+
+	S->seq = mp_xmalloc((n_he + 1) * sizeof(*S->seq));
+	memcpy(S->seq, he, n_he * sizeof(*he));
+	S->n_seq = n_he;
+	if ((rc = pl_build(S, err) < 0 ? -1 : 0) == 0 && pl_overflow(S, S->req->budget_bytes) == 0) {
+		free(solved);
+		snprintf(p->note, sizeof(p->note), "the %s (%.3f ms recomputed) does not pack in the arena; "
+			 "%s's plan does: %.3f ms recomputed (%u variables, %u constraints)",
+			 so->status == SOLVE_OPTIMAL ? "proven optimum" : "solver's best plan", solved_ms, start,
+			 S->sim.recompute_ms, L->n_col, L->n_row);
+	} else if (rc == 0) {
+		free(S->seq);
+		S->seq = solved;
+		S->n_seq = n_solved;
+		rc = pl_build(S, err) < 0 ? -1 : 0;
+	} else {
+		free(solved);
+	}
+	return rc;
+}
+
 int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 {
 	const struct mp_net *net = S->net;
@@ -879,9 +1051,8 @@ int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 	double *v = NULL;
 	uint8_t *rval = NULL;
 	uint32_t n_r;
-	uint64_t cols;
-	double budget_kib = (double)S->req->budget_bytes / KIB, limit_s, solve_s, t0, secs;
-	int rc, stuck = -1;
+	double limit_s, solve_s, t0, secs;
+	int rc, stuck;
 	const char *start = NULL; /* the heuristic the solver started from */
 	struct mp_entry *he = NULL; /* its sequence */
 	uint32_t n_he = 0;
@@ -889,65 +1060,17 @@ int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 
 	if ((rc = pl_fits_as_is(S, p, err)) != 0)
 		return rc < 0 ? -1 : 0;
-	cols = om_build(&M, S);
 	limit_s = plan_time_limit(S->req);
-	if (cols > OPT_MAX_COLS) {
-		mp_error_set(err, "optimal: the net is too large for the exact planner (%u ops: about %llu "
-			     "variables, the limit is %u); use chain or greedy", net->n_ops,
-			     (unsigned long long)cols, OPT_MAX_COLS);
+	if (opt_check_size(S, om_build(&M, S), limit_s, err) < 0) {
 		om_free(&M);
 		return -1;
 	}
-	if ((double)cols * (double)cols / OPT_LP_COLS2_PER_S > limit_s) {
-		double lp_s = (double)cols * (double)cols / OPT_LP_COLS2_PER_S;
-
-		mp_error_set(err, "optimal: the net is too large for a %g s time limit (%u ops: about %llu "
-			     "variables, whose LP relaxation alone takes about %.0f s); use --time-limit %.0f, "
-			     "or chain or greedy", limit_s, net->n_ops, (unsigned long long)cols, lp_s,
-			     10 * ceil(lp_s / 5));
-		om_free(&M);
-		return -1;
-	}
-	C.s0 = mp_xcalloc(net->n_tensors + 1, sizeof(*C.s0));
-	C.rc = mp_xcalloc(M.cand_start[r->n] + 1, sizeof(*C.rc));
-	for (uint32_t x = 0; x < net->n_tensors; x++)
-		if (M.tracked[x] && M.tlast[x] > M.tfirst[x])
-			for (uint32_t t = M.tfirst[x] + 1; t <= M.tlast[x]; t++) {
-				int c = col_new(&L, 'b', 1, 0);
-
-				if (t == M.tfirst[x] + 1)
-					C.s0[x] = c;
-			}
-	for (uint32_t c = 0; c < M.cand_start[r->n]; c++)
-		C.rc[c] = col_new(&L, 'b', 1, M.bl.ms[M.cand[c]]);
-	/* S[t+1][x] <= S[t][x] + R[t][block(x)] */
-	for (uint32_t x = 0; x < net->n_tensors; x++)
-		for (uint32_t t = M.tfirst[x] + 1; M.tracked[x] && C.s0[x] && t < M.tlast[x]; t++) {
-			row_add(&B.row, s_col(&M, &C, (int32_t)x, t + 1), 1.0);
-			row_add(&B.row, s_col(&M, &C, (int32_t)x, t), -1.0);
-			row_add(&B.row, r_col(&M, &C, t, M.tblk[x]), -1.0);
-			row_emit(&L, &B.row, ROW_LE, 0.0);
-		}
-	B.p_start = mp_xcalloc(r->n + 2, sizeof(*B.p_start));
-	B.q_start = mp_xcalloc(r->n + 2, sizeof(*B.q_start));
-	B.last = mp_xmalloc((net->n_tensors + 1) * sizeof(*B.last));
-	B.stamp = mp_xmalloc((net->n_tensors + 1) * sizeof(*B.stamp));
-	for (uint32_t x = 0; x < net->n_tensors; x++)
-		B.stamp[x] = NONE;
-	for (uint32_t t = 0; t < r->n && stuck < 0; t++)
-		if (model_stage(&L, &M, &C, t, budget_kib, &B) < 0)
-			stuck = (int)t;
-	if (stuck >= 0) {
+	if ((stuck = opt_model(S, &M, &L, &C, &B)) >= 0) {
 		snprintf(p->note, sizeof(p->note), "no plan that only recomputes fits: step %d (%s) alone needs "
 			 "more than the budget", stuck + 1, net->ops[r->op[stuck]].name);
 		goto out;
 	}
-	solve_s = limit_s;
-	if (S->req->deadline_s > 0) { /* what the attempts before this one left */
-		double left = S->req->deadline_s - plan_now_s();
-
-		solve_s = left < 1 ? 1 : left < limit_s ? left : limit_s;
-	}
+	solve_s = opt_solve_s(S, limit_s);
 	/* start from the best heuristic plan: the solver then never returns
 	 * worse, and its bound says how far that plan may be from optimal */
 	v = mp_xmalloc((L.n_col + 1) * sizeof(*v));
@@ -978,69 +1101,12 @@ int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 			 L.n_col, L.n_row);
 		goto out;
 	}
-	/* the sequence: each stage's re-run blocks, then its route op */
-	{
-		struct mp_entry *e = NULL;
-		uint32_t n_e = 0, cap = 0;
-
-		for (uint32_t t = 0; t < r->n; t++) {
-			for (uint32_t c = M.cand_start[t]; c < M.cand_start[t + 1]; c++) {
-				uint32_t b = M.cand[c];
-
-				if (!rval[c])
-					continue;
-				for (uint32_t j = M.bl.start[b]; j < M.bl.start[b + 1]; j++) {
-					mp_grow((void **)&e, &cap, n_e + 1, sizeof(*e));
-					e[n_e++] = (struct mp_entry){ (int32_t)M.bl.ops[j], true, -1 };
-				}
-			}
-			mp_grow((void **)&e, &cap, n_e + 1, sizeof(*e));
-			e[n_e++] = (struct mp_entry){ r->op[t], false, -1 };
-		}
-		free(S->seq);
-		S->seq = e;
-		S->n_seq = n_e;
-		if (so.status == SOLVE_OPTIMAL)
-			snprintf(p->note, sizeof(p->note), "proven optimal: %.3f ms recomputed (%u variables, "
-				 "%u constraints, %.1f s)", so.obj, L.n_col, L.n_row, secs);
-		else if (so.status == SOLVE_LOST)
-			snprintf(p->note, sizeof(p->note), "the solver %s: %s's plan, %.3f ms recomputed (%u "
-				 "variables, %u constraints)", SOLVE_LOST_WHY, start, so.obj, L.n_col, L.n_row);
-		else
-			snprintf(p->note, sizeof(p->note), "best found in the %.0f s limit%s%s: %.3f ms recomputed; "
-				 "no plan recomputes less than %.3f ms (%u variables, %u constraints)", limit_s,
-				 start ? ", from " : "", start ? start : "", so.obj, so.bound > 0 ? so.bound : 0.0,
-				 L.n_col, L.n_row);
-	}
+	opt_sequence(S, &M, rval);
+	opt_note(p, &so, start, limit_s, secs, &L);
 out:
 	rc = pl_build(S, err) < 0 ? -1 : 0;
-	/* the model counts the simulated peak, not the arena: where its plan
-	 * does not pack in the budget and the start's does, the start stands
-	 * (U-Net at 80%: the solver's plans fragmented, and plan_run's re-plans
-	 * lower ended at +8.8% where greedy's start packs at +1.8%) */
-	if (rc == 0 && start && S->seq && pl_overflow(S, S->req->budget_bytes) > 0) {
-		struct mp_entry *solved = S->seq;
-		uint32_t n_solved = S->n_seq;
-		double solved_ms = S->sim.recompute_ms;
-
-		S->seq = mp_xmalloc((n_he + 1) * sizeof(*S->seq));
-		memcpy(S->seq, he, n_he * sizeof(*he));
-		S->n_seq = n_he;
-		if ((rc = pl_build(S, err) < 0 ? -1 : 0) == 0 && pl_overflow(S, S->req->budget_bytes) == 0) {
-			free(solved);
-			snprintf(p->note, sizeof(p->note), "the %s (%.3f ms recomputed) does not pack in the arena; "
-				 "%s's plan does: %.3f ms recomputed (%u variables, %u constraints)",
-				 so.status == SOLVE_OPTIMAL ? "proven optimum" : "solver's best plan", solved_ms, start,
-				 S->sim.recompute_ms, L.n_col, L.n_row);
-		} else if (rc == 0) {
-			free(S->seq);
-			S->seq = solved;
-			S->n_seq = n_solved;
-			rc = pl_build(S, err) < 0 ? -1 : 0;
-		} else {
-			free(solved);
-		}
-	}
+	if (rc == 0 && start && S->seq && pl_overflow(S, S->req->budget_bytes) > 0)
+		rc = opt_prefer_packing_start(S, p, he, n_he, start, &so, &L, err);
 	free(he);
 	free(v);
 	free(rval);

@@ -189,24 +189,17 @@ static int dynamic_workspace(struct pl_state *S, uint64_t budget, uint64_t *over
 /* Plans for a smaller budget when the arena overflows: at most this many. */
 #define PLAN_ARENA_ATTEMPTS 6
 
-int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner which,
-	     const struct mp_plan_req *req, struct mp_plan *out, struct mp_error *err)
+/* The unconstrained run (liveness with default algorithms) that metrics
+ * compare against; for superneurons also what UTP would move without its
+ * cache, the offload strategy's traffic.  0, or -1 with *err. */
+static int plan_baseline(const struct mp_net *net, const struct mp_route *r, enum mp_planner which,
+			 const struct mp_plan_req *req, struct mp_plan *out, struct mp_error *err)
 {
-	static int (*const fns[MP_PLANNER_AUTO])(struct pl_state *, struct mp_plan *, struct mp_error *) = {
-		plan_superneurons, plan_tfswap, plan_tensile, plan_greedy, plan_chain, plan_chen, plan_blocks,
-		plan_optimal,
-	};
-	struct pl_state S;
 	struct mp_schedule base;
 	struct mp_sim bsim;
 	struct mp_policy_opts po = req->popts;
 	int rc;
 
-	MP_ASSERT(which < MP_PLANNER_AUTO);
-	plan_release(out);
-	plan_init(out);
-	out->planner = which;
-	/* the unconstrained run: liveness with default algorithms */
 	sched_init(&base);
 	policy_build(net, r, MP_STRAT_LIVENESS, &po, &base, NULL);
 	rc = sim_run(net, &req->device, &base, &bsim, err);
@@ -217,8 +210,6 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 	sim_release(&bsim);
 	for (uint32_t t = 0; t < net->n_tensors; t++)
 		out->baseline_peak += net->tensors[t].bytes;
-	/* superneurons reports what UTP would move without its cache: the
-	 * offload strategy's traffic */
 	if (which == MP_PLANNER_SUPERNEURONS) {
 		sched_init(&base);
 		policy_build(net, r, MP_STRAT_OFFLOAD, &po, &base, NULL);
@@ -228,152 +219,198 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 		}
 		sched_release(&base);
 	}
-	/* The schedule must fit twice: its simulated peak, and the arena its
-	 * allocations are placed in (fragmentation, workspace grown into every
-	 * step's free memory).  When the arena overflows, plan again for a
-	 * budget smaller by the overflow, a few times; an attempt that does
-	 * not reach its smaller budget gives way to the one before it.  The
-	 * attempts share optimal's time limit. */
-	{
-		struct mp_plan_req eff = *req;
-		struct mp_plan prev, kept;
-		bool have_prev = false, have_kept = false;
-		uint64_t kept_eff = 0;
-		eff.deadline_s = plan_now_s() + plan_time_limit(req);
-		for (int attempt = 0; attempt < PLAN_ARENA_ATTEMPTS; attempt++) {
-			uint64_t dyn_over = 0, dyn_peak = 0;
-			int reverted = 0;
+	return 0;
+}
 
-			pl_init(&S, net, r, &eff);
-			if ((req->ws_mode == MP_WS_WR || req->ws_mode == MP_WS_WD) &&
-			    plan_conv_configs(net, req, S.algo, S.micro_n, S.micro, err) < 0) {
-				pl_release(&S);
-				return -1;
-			}
-			out->iterations = 0;
-			if (fns[which](&S, out, err) < 0) {
-				pl_release(&S);
-				return -1;
-			}
-			if (req->ws_mode == MP_WS_DYNAMIC && S.sim.peak_bytes <= eff.budget_bytes &&
-			    (reverted = dynamic_workspace(&S, req->budget_bytes, &dyn_over, &dyn_peak, err)) < 0) {
-				pl_release(&S);
-				return -1;
-			}
-			pl_take(&S, out);
-			pl_release(&S);
-			free(out->offset);
-			out->offset = NULL;
-			plan_assign_arena_within(net, out, req->budget_bytes);
-			if (out->sim.peak_bytes <= req->budget_bytes && out->arena_bytes <= req->budget_bytes) {
-				uint64_t from = dyn_peak < eff.budget_bytes ? dyn_peak : eff.budget_bytes;
+/* Empty out for another attempt, keeping what from's baseline says. */
+static void plan_restart(struct mp_plan *out, const struct mp_plan *from)
+{
+	plan_init(out);
+	out->planner = from->planner;
+	out->baseline_ms = from->baseline_ms;
+	out->baseline_peak = from->baseline_peak;
+	out->uncached_swap_bytes = from->uncached_swap_bytes;
+}
 
-				if (reverted != 1 || have_kept || attempt == PLAN_ARENA_ATTEMPTS - 1 || from <= dyn_over)
-					break; /* fits */
-				/* it fits with the algorithms it was planned with: kept,
-				 * while a plan lower tries the faster ones */
-				kept = *out;
-				kept_eff = eff.budget_bytes;
-				have_kept = true;
-				eff.budget_bytes = from - dyn_over;
-				plan_init(out);
-				out->planner = kept.planner;
-				out->baseline_ms = kept.baseline_ms;
-				out->baseline_peak = kept.baseline_peak;
-				out->uncached_swap_bytes = kept.uncached_swap_bytes;
-				continue;
-			}
-			if (out->sim.peak_bytes > eff.budget_bytes || out->arena_bytes <= req->budget_bytes) {
-				/* the planner cannot go lower: shrinking will not help */
-				if (have_prev && prev.arena_bytes <= out->arena_bytes) {
-					plan_release(out);
-					*out = prev;
-					have_prev = false;
-					eff.budget_bytes = req->budget_bytes;
-				}
-				break;
-			}
-			{
-				/* below the peak this plan reached, by what its arena
-				 * overflowed, twice that the next time */
-				uint64_t over = (out->arena_bytes - req->budget_bytes) << attempt;
-				uint64_t from = out->sim.peak_bytes < eff.budget_bytes ? out->sim.peak_bytes : eff.budget_bytes;
+/* One run of the planner for eff's budget: conv configurations (wr, wd),
+ * the planner, dynamic workspace, the arena.  Returns dynamic_workspace's
+ * 1 (with *dyn_over and *dyn_peak) or 0, or -1 with *err. */
+static int plan_attempt(const struct mp_net *net, const struct mp_route *r, enum mp_planner which,
+			const struct mp_plan_req *req, const struct mp_plan_req *eff, struct mp_plan *out,
+			uint64_t *dyn_over, uint64_t *dyn_peak, struct mp_error *err)
+{
+	static int (*const fns[MP_PLANNER_AUTO])(struct pl_state *, struct mp_plan *, struct mp_error *) = {
+		plan_superneurons, plan_tfswap, plan_tensile, plan_greedy, plan_chain, plan_chen, plan_blocks,
+		plan_optimal,
+	};
+	struct pl_state S;
+	int reverted = 0;
 
-				if (from <= over)
-					break;
-				eff.budget_bytes = from - over;
-			}
-			if (attempt == PLAN_ARENA_ATTEMPTS - 1)
-				break;
-			/* this attempt waits as prev; out starts again */
-			if (have_prev)
-				plan_release(&prev);
-			prev = *out;
-			have_prev = true;
-			plan_init(out);
-			out->planner = prev.planner;
-			out->baseline_ms = prev.baseline_ms;
-			out->baseline_peak = prev.baseline_peak;
-			out->uncached_swap_bytes = prev.uncached_swap_bytes;
+	pl_init(&S, net, r, eff);
+	if ((req->ws_mode == MP_WS_WR || req->ws_mode == MP_WS_WD) &&
+	    plan_conv_configs(net, req, S.algo, S.micro_n, S.micro, err) < 0) {
+		pl_release(&S);
+		return -1;
+	}
+	out->iterations = 0;
+	if (fns[which](&S, out, err) < 0) {
+		pl_release(&S);
+		return -1;
+	}
+	if (req->ws_mode == MP_WS_DYNAMIC && S.sim.peak_bytes <= eff->budget_bytes &&
+	    (reverted = dynamic_workspace(&S, req->budget_bytes, dyn_over, dyn_peak, err)) < 0) {
+		pl_release(&S);
+		return -1;
+	}
+	pl_take(&S, out);
+	pl_release(&S);
+	free(out->offset);
+	out->offset = NULL;
+	plan_assign_arena_within(net, out, req->budget_bytes);
+	return reverted;
+}
+
+/* The schedule must fit twice: its simulated peak, and the arena its
+ * allocations are placed in (fragmentation, workspace grown into every
+ * step's free memory).  When the arena overflows, plan again for a
+ * budget smaller by the overflow, a few times; an attempt that does
+ * not reach its smaller budget gives way to the one before it.  The
+ * attempts share optimal's time limit.  0, or -1 with *err. */
+static int plan_within_arena(const struct mp_net *net, const struct mp_route *r, enum mp_planner which,
+			     const struct mp_plan_req *req, struct mp_plan *out, struct mp_error *err)
+{
+	struct mp_plan_req eff = *req;
+	struct mp_plan prev, kept;
+	bool have_prev = false, have_kept = false;
+	uint64_t kept_eff = 0;
+
+	eff.deadline_s = plan_now_s() + plan_time_limit(req);
+	for (int attempt = 0; attempt < PLAN_ARENA_ATTEMPTS; attempt++) {
+		uint64_t dyn_over = 0, dyn_peak = 0;
+		int reverted = plan_attempt(net, r, which, req, &eff, out, &dyn_over, &dyn_peak, err);
+
+		if (reverted < 0)
+			return -1;
+		if (out->sim.peak_bytes <= req->budget_bytes && out->arena_bytes <= req->budget_bytes) {
+			uint64_t from = dyn_peak < eff.budget_bytes ? dyn_peak : eff.budget_bytes;
+
+			if (reverted != 1 || have_kept || attempt == PLAN_ARENA_ATTEMPTS - 1 || from <= dyn_over)
+				break; /* fits */
+			/* it fits with the algorithms it was planned with: kept,
+			 * while a plan lower tries the faster ones */
+			kept = *out;
+			kept_eff = eff.budget_bytes;
+			have_kept = true;
+			eff.budget_bytes = from - dyn_over;
+			plan_restart(out, &kept);
+			continue;
 		}
+		if (out->sim.peak_bytes > eff.budget_bytes || out->arena_bytes <= req->budget_bytes) {
+			/* the planner cannot go lower: shrinking will not help */
+			if (have_prev && prev.arena_bytes <= out->arena_bytes) {
+				plan_release(out);
+				*out = prev;
+				have_prev = false;
+				eff.budget_bytes = req->budget_bytes;
+			}
+			break;
+		}
+		{
+			/* below the peak this plan reached, by what its arena
+			 * overflowed, twice that the next time */
+			uint64_t over = (out->arena_bytes - req->budget_bytes) << attempt;
+			uint64_t from = out->sim.peak_bytes < eff.budget_bytes ? out->sim.peak_bytes : eff.budget_bytes;
+
+			if (from <= over)
+				break;
+			eff.budget_bytes = from - over;
+		}
+		if (attempt == PLAN_ARENA_ATTEMPTS - 1)
+			break;
+		/* this attempt waits as prev; out starts again */
 		if (have_prev)
 			plan_release(&prev);
-		if (have_kept) {
-			if (out->sim.peak_bytes <= req->budget_bytes && out->arena_bytes <= req->budget_bytes &&
-			    out->sim.time_ms < kept.sim.time_ms) {
-				plan_release(&kept);
-			} else {
-				plan_release(out);
-				*out = kept;
-				eff.budget_bytes = kept_eff;
-			}
-		}
-		if (eff.budget_bytes < req->budget_bytes && out->arena_bytes <= req->budget_bytes) {
-			size_t l = strlen(out->note);
-
-			char b[32];
-
-			snprintf(out->note + l, sizeof(out->note) - l, " (planned for %s so the arena fits)",
-				 mp_fmt_bytes(eff.budget_bytes, b, sizeof(b)));
+		prev = *out;
+		have_prev = true;
+		plan_restart(out, &prev);
+	}
+	if (have_prev)
+		plan_release(&prev);
+	if (have_kept) {
+		if (out->sim.peak_bytes <= req->budget_bytes && out->arena_bytes <= req->budget_bytes &&
+		    out->sim.time_ms < kept.sim.time_ms) {
+			plan_release(&kept);
+		} else {
+			plan_release(out);
+			*out = kept;
+			eff.budget_bytes = kept_eff;
 		}
 	}
-	/* SuperNeurons' own fixed strategies are schedules of this planner too:
-	 * offload, and offload with cost-aware recomputation, as
-	 * `memplan analyze` builds them; one that fits and is faster wins */
-	if (which == MP_PLANNER_SUPERNEURONS && (req->ws_mode == MP_WS_NONE || req->ws_mode == MP_WS_DYNAMIC)) {
-		/* (with wr or wd the default algorithms may break the workspace limit) */
-		static const enum mp_strategy fixed[] = { MP_STRAT_OFFLOAD, MP_STRAT_RECOMPUTE };
+	if (eff.budget_bytes < req->budget_bytes && out->arena_bytes <= req->budget_bytes) {
+		size_t l = strlen(out->note);
+		char b[32];
 
-		for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++) {
-			struct mp_plan c;
+		snprintf(out->note + l, sizeof(out->note) - l, " (planned for %s so the arena fits)",
+			 mp_fmt_bytes(eff.budget_bytes, b, sizeof(b)));
+	}
+	return 0;
+}
 
-			plan_init(&c);
-			if (analysis_strategy(net, r, fixed[k], &po, &req->device, &c.sched, &c.sim, NULL, err) < 0) {
-				plan_release(&c);
-				return -1;
-			}
-			if (c.sim.peak_bytes <= req->budget_bytes) {
-				plan_assign_arena_within(net, &c, req->budget_bytes);
-				if (c.arena_bytes <= req->budget_bytes &&
-				    (out->sim.peak_bytes > req->budget_bytes || out->arena_bytes > req->budget_bytes ||
-				     c.sim.time_ms < out->sim.time_ms)) {
-					c.planner = out->planner;
-					c.baseline_ms = out->baseline_ms;
-					c.baseline_peak = out->baseline_peak;
-					c.uncached_swap_bytes = out->uncached_swap_bytes;
-					c.iterations = out->iterations;
-					snprintf(c.note, sizeof(c.note), "the %s strategy's schedule (%s)",
-						 mp_strategy_name(fixed[k]), fixed[k] == MP_STRAT_OFFLOAD ?
-						 "checkpoints offloaded, prefetched one ahead" :
-						 "offload + cost-aware recomputation");
-					plan_release(out);
-					*out = c;
-					continue;
-				}
-			}
+/* SuperNeurons' own fixed strategies are schedules of this planner too:
+ * offload, and offload with cost-aware recomputation, as `memplan analyze`
+ * builds them; one that fits and is faster replaces out.  0, or -1. */
+static int plan_fixed_strategies(const struct mp_net *net, const struct mp_route *r,
+				 const struct mp_plan_req *req, struct mp_plan *out, struct mp_error *err)
+{
+	static const enum mp_strategy fixed[] = { MP_STRAT_OFFLOAD, MP_STRAT_RECOMPUTE };
+	struct mp_policy_opts po = req->popts;
+
+	for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++) {
+		struct mp_plan c;
+
+		plan_init(&c);
+		if (analysis_strategy(net, r, fixed[k], &po, &req->device, &c.sched, &c.sim, NULL, err) < 0) {
 			plan_release(&c);
+			return -1;
 		}
+		if (c.sim.peak_bytes <= req->budget_bytes) {
+			plan_assign_arena_within(net, &c, req->budget_bytes);
+			if (c.arena_bytes <= req->budget_bytes &&
+			    (out->sim.peak_bytes > req->budget_bytes || out->arena_bytes > req->budget_bytes ||
+			     c.sim.time_ms < out->sim.time_ms)) {
+				c.planner = out->planner;
+				c.baseline_ms = out->baseline_ms;
+				c.baseline_peak = out->baseline_peak;
+				c.uncached_swap_bytes = out->uncached_swap_bytes;
+				c.iterations = out->iterations;
+				snprintf(c.note, sizeof(c.note), "the %s strategy's schedule (%s)",
+					 mp_strategy_name(fixed[k]), fixed[k] == MP_STRAT_OFFLOAD ?
+					 "checkpoints offloaded, prefetched one ahead" :
+					 "offload + cost-aware recomputation");
+				plan_release(out);
+				*out = c;
+				continue;
+			}
+		}
+		plan_release(&c);
 	}
+	return 0;
+}
+
+int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner which,
+	     const struct mp_plan_req *req, struct mp_plan *out, struct mp_error *err)
+{
+	MP_ASSERT(which < MP_PLANNER_AUTO);
+	plan_release(out);
+	plan_init(out);
+	out->planner = which;
+	if (plan_baseline(net, r, which, req, out, err) < 0 ||
+	    plan_within_arena(net, r, which, req, out, err) < 0)
+		return -1;
+	/* (with wr or wd the default algorithms may break the workspace limit) */
+	if (which == MP_PLANNER_SUPERNEURONS && (req->ws_mode == MP_WS_NONE || req->ws_mode == MP_WS_DYNAMIC) &&
+	    plan_fixed_strategies(net, r, req, out, err) < 0)
+		return -1;
 	plan_metrics(out, req->budget_bytes);
 	return 0;
 }

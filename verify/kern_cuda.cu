@@ -562,14 +562,10 @@ static int prepare_calls(struct kern_lib *L, struct kern *K, const struct kern_m
 	return 0;
 }
 
-int kern_prepare(struct kern_lib *L, const struct mp_net *net, const struct mp_kop *kop,
-		 const struct kern_mb *mb, uint32_t n_mb, uint64_t ws_bytes, struct kern **out,
-		 char *why, size_t n)
+/* What no kernel here runs: a timed op, micro-batches but on a conv, too
+ * many of them, dimensions past cuDNN's int.  0, or -1 with why. */
+static int kern_refuse(const struct mp_kop *k, uint32_t n_mb, char *why, size_t n)
 {
-	struct kern *K;
-	const struct mp_kop *k = kop;
-
-	*out = NULL;
 	if (k->type == KOP_TIMED || k->type >= KOP__COUNT) {
 		say(why, n, "%s", k->why ? k->why : "no real kernel");
 		return -1;
@@ -586,6 +582,179 @@ int kern_prepare(struct kern_lib *L, const struct mp_net *net, const struct mp_k
 		say(why, n, "too large for cuDNN's int dimensions");
 		return -1;
 	}
+	return 0;
+}
+
+static int pool_desc(struct kern_lib *L, struct kern *K, char *why, size_t n)
+{
+	const struct mp_kop *k = &K->k;
+	int nd = k->nsp <= 2 ? 2 : (int)k->nsp, win[3] = { 1, 1, 1 }, pad[3] = { 0, 0, 0 }, str[3] = { 1, 1, 1 };
+
+	for (uint32_t i = 0; i < k->nsp; i++) {
+		int at = nd - (int)k->nsp + (int)i;
+
+		win[at] = (int)k->kernel[i];
+		pad[at] = (int)k->pad[i];
+		str[at] = (int)k->stride[i];
+	}
+	if (L->cudnnCreatePoolingDescriptor(&K->pool) != CUDNN_STATUS_SUCCESS ||
+	    L->cudnnSetPoolingNdDescriptor(K->pool,
+					   k->mode ? CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING
+						   : CUDNN_POOLING_MAX,
+					   CUDNN_NOT_PROPAGATE_NAN, nd, win, pad, str) != CUDNN_STATUS_SUCCESS) {
+		say(why, n, "cuDNN refuses this pooling");
+		return -1;
+	}
+	return 0;
+}
+
+static int act_desc(struct kern_lib *L, struct kern *K, char *why, size_t n)
+{
+	static const cudnnActivationMode_t modes[] = { CUDNN_ACTIVATION_RELU, CUDNN_ACTIVATION_SIGMOID,
+						       CUDNN_ACTIVATION_TANH, CUDNN_ACTIVATION_ELU };
+
+	if (K->k.mode >= 4 || L->cudnnCreateActivationDescriptor(&K->act) != CUDNN_STATUS_SUCCESS ||
+	    L->cudnnSetActivationDescriptor(K->act, modes[K->k.mode], CUDNN_NOT_PROPAGATE_NAN, 1.0) !=
+		    CUDNN_STATUS_SUCCESS) {
+		say(why, n, "cuDNN refuses this activation");
+		return -1;
+	}
+	return 0;
+}
+
+static int lrn_desc(struct kern_lib *L, struct kern *K, char *why, size_t n)
+{
+	if (L->cudnnCreateLRNDescriptor(&K->lrn) != CUDNN_STATUS_SUCCESS ||
+	    L->cudnnSetLRNDescriptor(K->lrn, 5, 1e-4, 0.75, 2.0) != CUDNN_STATUS_SUCCESS) {
+		say(why, n, "cuDNN refuses this LRN");
+		return -1;
+	}
+	return 0;
+}
+
+/* Scale, bias, mean and variance are float32 for every x dtype. */
+static int bn_desc(struct kern_lib *L, struct kern *K, char *why, size_t n)
+{
+	if (K->k.dtype != MP_DT_FLOAT32) {
+		say(why, n, "bn parameters in %s (cuDNN wants float32)", mp_dtype_name(K->k.dtype));
+		return -1;
+	}
+	if (L->cudnnCreateTensorDescriptor(&K->bn) != CUDNN_STATUS_SUCCESS ||
+	    L->cudnnDeriveBNTensorDescriptor(K->bn, K->call[0].x, CUDNN_BATCHNORM_SPATIAL) !=
+		    CUDNN_STATUS_SUCCESS) {
+		say(why, n, "cuDNN refuses this batch norm");
+		return -1;
+	}
+	return 0;
+}
+
+/* The dropout's reserve space must fit in its mask; the states (one set
+ * per library handle) are allocated on first use. */
+static int dropout_desc(struct kern_lib *L, const struct mp_net *net, struct kern *K, char *why, size_t n)
+{
+	const struct mp_kop *k = &K->k;
+	uint64_t have = k->mask >= 0 ? net->tensors[k->mask].bytes : 0;
+
+	if (L->cudnnDropoutGetReserveSpaceSize(K->call[0].x, &K->reserve_bytes) != CUDNN_STATUS_SUCCESS) {
+		say(why, n, "cuDNN refuses this dropout");
+		return -1;
+	}
+	if (K->reserve_bytes > have) {
+		say(why, n, "cuDNN's dropout reserve space is %zu bytes, its mask %llu", K->reserve_bytes,
+		    (unsigned long long)have);
+		return -1;
+	}
+	if (!L->drop_states) {
+		if (L->cudnnDropoutGetStatesSize(L->dnn, &L->drop_state_bytes) != CUDNN_STATUS_SUCCESS ||
+		    cudaMalloc(&L->drop_states, L->drop_state_bytes) != cudaSuccess) {
+			L->drop_states = NULL;
+			L->drop_state_bytes = 0;
+			say(why, n, "cannot allocate cuDNN's dropout states");
+			return -1;
+		}
+	}
+	if (L->cudnnCreateDropoutDescriptor(&K->drop) != CUDNN_STATUS_SUCCESS ||
+	    L->cudnnSetDropoutDescriptor(K->drop, L->dnn, 0.5f, L->drop_states, L->drop_state_bytes,
+					 KERN_SEED) != CUDNN_STATUS_SUCCESS) {
+		say(why, n, "cuDNN refuses this dropout");
+		return -1;
+	}
+	return 0;
+}
+
+/* An add's or a concat's inputs; a concat's also as slices of y: input i's
+ * channels, its own shape with y's sample stride. */
+static int inputs_desc(struct kern_lib *L, struct kern *K, char *why, size_t n)
+{
+	const struct mp_kop *k = &K->k;
+	uint64_t off = 0;
+
+	for (uint32_t i = 0; i < k->n_x; i++) {
+		uint32_t ci = k->type == KOP_ADD ? k->k : k->x_c[i];
+
+		if (tensor_desc(L, K->dt, k->n, ci, k->nsp, k->out_sp, 0, &K->in[i], why, n) < 0)
+			return -1;
+		if (k->type == KOP_CONCAT) {
+			if (tensor_desc(L, K->dt, k->n, ci, k->nsp, k->out_sp, K->y_sample, &K->slice[i], why,
+					n) < 0)
+				return -1;
+			K->slice_off[i] = off;
+			off += K->y_sample / k->k * ci;
+		}
+	}
+	return 0;
+}
+
+/* The descriptors of K's op type beyond its calls' x and y. */
+static int type_desc(struct kern_lib *L, const struct mp_net *net, struct kern *K, char *why, size_t n)
+{
+	switch (K->k.type) {
+	case KOP_POOL:
+		return pool_desc(L, K, why, n);
+	case KOP_ACT:
+		return act_desc(L, K, why, n);
+	case KOP_LRN:
+		return lrn_desc(L, K, why, n);
+	case KOP_BN:
+		return bn_desc(L, K, why, n);
+	case KOP_DROPOUT:
+		return dropout_desc(L, net, K, why, n);
+	case KOP_ADD:
+	case KOP_CONCAT:
+		return inputs_desc(L, K, why, n);
+	default:
+		return 0;
+	}
+}
+
+/* The scratch gradients an op needs where the plan has none.  No gradient
+ * reaches a layer that ends the forward pass: its backward reads a scratch
+ * dy (small finite values).  A batch norm whose input needs no gradient (it
+ * follows the data) still has cuDNN compute one, which no tensor of the
+ * plan holds. */
+static int scratch_grads(struct kern_lib *L, const struct kern *K, char *why, size_t n)
+{
+	const struct mp_kop *k = &K->k;
+
+	if (k->phase == MP_PHASE_BWD && k->dy < 0 &&
+	    scratch(&L->scratch_dy, &L->scratch_dy_bytes, (size_t)k->n * K->y_sample * K->esize, L->st, why, n) < 0)
+		return -1;
+	if (k->type == KOP_BN && k->phase == MP_PHASE_BWD && k->dx[0] < 0 &&
+	    scratch(&L->scratch_dx, &L->scratch_dx_bytes, (size_t)k->n * K->x_sample * K->esize, L->st, why, n) < 0)
+		return -1;
+	return 0;
+}
+
+int kern_prepare(struct kern_lib *L, const struct mp_net *net, const struct mp_kop *kop,
+		 const struct kern_mb *mb, uint32_t n_mb, uint64_t ws_bytes, struct kern **out,
+		 char *why, size_t n)
+{
+	struct kern *K;
+	const struct mp_kop *k = kop;
+
+	*out = NULL;
+	if (kern_refuse(k, n_mb, why, n) < 0)
+		return -1;
 	K = (struct kern *)calloc(1, sizeof(*K));
 	if (!K) {
 		say(why, n, "out of memory");
@@ -604,15 +773,7 @@ int kern_prepare(struct kern_lib *L, const struct mp_net *net, const struct mp_k
 	}
 	if (k->type == KOP_CONV && conv_desc(L, K, why, n) < 0)
 		goto fail;
-	/* no gradient reaches a layer that ends the forward pass: its backward
-	 * reads a scratch dy (small finite values) */
-	if (k->phase == MP_PHASE_BWD && k->dy < 0 &&
-	    scratch(&L->scratch_dy, &L->scratch_dy_bytes, (size_t)k->n * K->y_sample * K->esize, L->st, why, n) < 0)
-		goto fail;
-	/* a batch norm whose input needs no gradient (it follows the data)
-	 * still has cuDNN compute one, which no tensor of the plan holds */
-	if (k->type == KOP_BN && k->phase == MP_PHASE_BWD && k->dx[0] < 0 &&
-	    scratch(&L->scratch_dx, &L->scratch_dx_bytes, (size_t)k->n * K->x_sample * K->esize, L->st, why, n) < 0)
+	if (scratch_grads(L, K, why, n) < 0)
 		goto fail;
 	if (prepare_calls(L, K, mb, n_mb, ws_bytes, why, n) < 0)
 		goto fail;
@@ -624,112 +785,8 @@ int kern_prepare(struct kern_lib *L, const struct mp_net *net, const struct mp_k
 		if (tensor_desc(L, K->dt, 1, k->k, k->type == KOP_FC ? 0 : k->nsp, ones, 0, &K->bias, why, n) < 0)
 			goto fail;
 	}
-	switch (k->type) {
-	case KOP_POOL: {
-		int nd = k->nsp <= 2 ? 2 : (int)k->nsp, win[3] = { 1, 1, 1 }, pad[3] = { 0, 0, 0 },
-		    str[3] = { 1, 1, 1 };
-
-		for (uint32_t i = 0; i < k->nsp; i++) {
-			int at = nd - (int)k->nsp + (int)i;
-
-			win[at] = (int)k->kernel[i];
-			pad[at] = (int)k->pad[i];
-			str[at] = (int)k->stride[i];
-		}
-		if (L->cudnnCreatePoolingDescriptor(&K->pool) != CUDNN_STATUS_SUCCESS ||
-		    L->cudnnSetPoolingNdDescriptor(K->pool,
-						   k->mode ? CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING
-							   : CUDNN_POOLING_MAX,
-						   CUDNN_NOT_PROPAGATE_NAN, nd, win, pad, str) != CUDNN_STATUS_SUCCESS) {
-			say(why, n, "cuDNN refuses this pooling");
-			goto fail;
-		}
-		break;
-	}
-	case KOP_ACT: {
-		static const cudnnActivationMode_t modes[] = { CUDNN_ACTIVATION_RELU, CUDNN_ACTIVATION_SIGMOID,
-							       CUDNN_ACTIVATION_TANH, CUDNN_ACTIVATION_ELU };
-
-		if (k->mode >= 4 || L->cudnnCreateActivationDescriptor(&K->act) != CUDNN_STATUS_SUCCESS ||
-		    L->cudnnSetActivationDescriptor(K->act, modes[k->mode], CUDNN_NOT_PROPAGATE_NAN, 1.0) !=
-			    CUDNN_STATUS_SUCCESS) {
-			say(why, n, "cuDNN refuses this activation");
-			goto fail;
-		}
-		break;
-	}
-	case KOP_LRN:
-		if (L->cudnnCreateLRNDescriptor(&K->lrn) != CUDNN_STATUS_SUCCESS ||
-		    L->cudnnSetLRNDescriptor(K->lrn, 5, 1e-4, 0.75, 2.0) != CUDNN_STATUS_SUCCESS) {
-			say(why, n, "cuDNN refuses this LRN");
-			goto fail;
-		}
-		break;
-	case KOP_BN:
-		/* scale, bias, mean and variance are float32 for every x dtype */
-		if (k->dtype != MP_DT_FLOAT32) {
-			say(why, n, "bn parameters in %s (cuDNN wants float32)", mp_dtype_name(k->dtype));
-			goto fail;
-		}
-		if (L->cudnnCreateTensorDescriptor(&K->bn) != CUDNN_STATUS_SUCCESS ||
-		    L->cudnnDeriveBNTensorDescriptor(K->bn, K->call[0].x, CUDNN_BATCHNORM_SPATIAL) !=
-			    CUDNN_STATUS_SUCCESS) {
-			say(why, n, "cuDNN refuses this batch norm");
-			goto fail;
-		}
-		break;
-	case KOP_DROPOUT: {
-		uint64_t have = k->mask >= 0 ? net->tensors[k->mask].bytes : 0;
-
-		if (L->cudnnDropoutGetReserveSpaceSize(K->call[0].x, &K->reserve_bytes) != CUDNN_STATUS_SUCCESS) {
-			say(why, n, "cuDNN refuses this dropout");
-			goto fail;
-		}
-		if (K->reserve_bytes > have) {
-			say(why, n, "cuDNN's dropout reserve space is %zu bytes, its mask %llu", K->reserve_bytes,
-			    (unsigned long long)have);
-			goto fail;
-		}
-		if (!L->drop_states) {
-			if (L->cudnnDropoutGetStatesSize(L->dnn, &L->drop_state_bytes) != CUDNN_STATUS_SUCCESS ||
-			    cudaMalloc(&L->drop_states, L->drop_state_bytes) != cudaSuccess) {
-				L->drop_states = NULL;
-				L->drop_state_bytes = 0;
-				say(why, n, "cannot allocate cuDNN's dropout states");
-				goto fail;
-			}
-		}
-		if (L->cudnnCreateDropoutDescriptor(&K->drop) != CUDNN_STATUS_SUCCESS ||
-		    L->cudnnSetDropoutDescriptor(K->drop, L->dnn, 0.5f, L->drop_states, L->drop_state_bytes,
-						 KERN_SEED) != CUDNN_STATUS_SUCCESS) {
-			say(why, n, "cuDNN refuses this dropout");
-			goto fail;
-		}
-		break;
-	}
-	case KOP_ADD:
-	case KOP_CONCAT: {
-		uint64_t off = 0;
-
-		for (uint32_t i = 0; i < k->n_x; i++) {
-			uint32_t ci = k->type == KOP_ADD ? k->k : k->x_c[i];
-
-			if (tensor_desc(L, K->dt, k->n, ci, k->nsp, k->out_sp, 0, &K->in[i], why, n) < 0)
-				goto fail;
-			if (k->type == KOP_CONCAT) {
-				/* input i's channels of y: its own shape, y's sample stride */
-				if (tensor_desc(L, K->dt, k->n, ci, k->nsp, k->out_sp, K->y_sample, &K->slice[i], why,
-						n) < 0)
-					goto fail;
-				K->slice_off[i] = off;
-				off += K->y_sample / k->k * ci;
-			}
-		}
-		break;
-	}
-	default:
-		break;
-	}
+	if (type_desc(L, net, K, why, n) < 0)
+		goto fail;
 	*out = K;
 	return 0;
 fail:

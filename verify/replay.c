@@ -619,18 +619,14 @@ static int check_readable(struct replay *R, uint32_t i, int32_t x)
 	}
 }
 
-/* Compute or recompute i: what it reads and writes must be there, and
- * (checking) every read is hashed, every output written or hashed. */
-static int do_compute(struct replay *R, uint32_t i)
+/* What compute (or recompute) i needs before it runs: computed once (or
+ * recomputable), its inputs readable, its outputs and workspace allocated
+ * in full.  Fills *ms, *ws and *wsoff (the workspace's offset). */
+static int compute_ready(struct replay *R, uint32_t i, double *ms, uint64_t *ws, uint64_t *wsoff)
 {
 	const struct mp_action *a = &R->s->a[i];
-	const int32_t o = a->op;
-	const struct mp_op *op = &R->net->ops[o];
-	const bool re = a->kind == MP_ACT_RECOMPUTE, first = !R->computed[o];
-	struct rp_ver *inv = &R->in_ver[R->in_at[o]], *outv = &R->out_ver[R->out_at[o]];
-	uint64_t ws = 0, wsoff = 0;
-	double ms = 0;
-	int real = 0;
+	const struct mp_op *op = &R->net->ops[a->op];
+	const bool re = a->kind == MP_ACT_RECOMPUTE, first = !R->computed[a->op];
 
 	if (!re && !first) {
 		replay_fail(R, i, "op computed twice (use recompute)");
@@ -662,20 +658,31 @@ static int do_compute(struct replay *R, uint32_t i)
 			return -1;
 		}
 	}
-	sched_action_cost(R->net, R->s, a, &ms, &ws);
-	if (ws > 0) {
+	sched_action_cost(R->net, R->s, a, ms, ws);
+	if (*ws > 0) {
 		const struct rp_tensor *W = op->ws >= 0 ? &R->t[op->ws] : NULL;
 
-		if (!W || (W->ls != RP_ALLOC && W->ls != RP_RES) || R->place_bytes[W->cur] < ws) {
+		if (!W || (W->ls != RP_ALLOC && W->ls != RP_RES) || R->place_bytes[W->cur] < *ws) {
 			replay_fail(R, i, "its workspace '%s' is not allocated", op->ws >= 0 ? tname(R, op->ws) : "(none)");
 			return -1;
 		}
-		wsoff = R->place_off[W->cur];
+		*wsoff = R->place_off[W->cur];
 	}
-	if (R->be->op_begin(R, i) < 0)
-		return -1;
-	/* read every input: its bytes must be what the program wrote last (a
-	 * recompute: what the op read the first time) */
+	return 0;
+}
+
+/* Hash what compute i reads (when checking): every input, whose bytes must
+ * be what the program wrote last (a recompute: what the op read the first
+ * time), and a gradient another op wrote this iteration, which it adds to
+ * (memplan-net(5)). */
+static int hash_reads(struct replay *R, uint32_t i)
+{
+	const struct mp_action *a = &R->s->a[i];
+	const int32_t o = a->op;
+	const struct mp_op *op = &R->net->ops[o];
+	const bool re = a->kind == MP_ACT_RECOMPUTE, first = !R->computed[o];
+	struct rp_ver *inv = &R->in_ver[R->in_at[o]];
+
 	for (uint32_t k = 0; R->checking && k < op->n_in; k++) {
 		const int32_t x = op->in[k];
 		const struct rp_tensor *T = &R->t[x];
@@ -693,8 +700,6 @@ static int do_compute(struct replay *R, uint32_t i)
 		add_check(R, i, x, o, RP_CK_READ, slot, want, culprits(R, off, n, T->cur));
 		R->reads++;
 	}
-	/* a gradient another op wrote this iteration is added to
-	 * (memplan-net(5)): its bytes are read first */
 	for (uint32_t k = 0; R->checking && !re && k < op->n_out; k++) {
 		const int32_t x = op->out[k];
 		const struct rp_tensor *T = &R->t[x];
@@ -709,48 +714,77 @@ static int do_compute(struct replay *R, uint32_t i)
 		add_check(R, i, x, o, RP_CK_ADD, slot, T->expect, culprits(R, off, n, T->cur));
 		R->reads++;
 	}
-	if (R->be->op_run && (real = R->be->op_run(R, i, wsoff)) < 0)
+	return 0;
+}
+
+/* Compute i's k-th output: a timed op (!real) writes it with its pattern, a
+ * real kernel has written it; its checksum becomes what later reads
+ * expect.  A recompute must rebuild what the first run wrote. */
+static int write_output(struct replay *R, uint32_t i, uint32_t k, int real)
+{
+	const struct mp_action *a = &R->s->a[i];
+	const int32_t o = a->op;
+	const int32_t x = R->net->ops[o].out[k];
+	const bool re = a->kind == MP_ACT_RECOMPUTE, first = !R->computed[o];
+	struct rp_ver *outv = &R->out_ver[R->out_at[o]];
+	struct rp_tensor *T = &R->t[x];
+	uint64_t off = R->place_off[T->cur], n = R->net->tensors[x].bytes;
+	int32_t h = R->checking ? new_slot(R, n) : -1, again = -1;
+
+	if (!real && R->be->fill(R, i, off, n, replay_seed(x, o), h) < 0)
 		return -1;
-	/* the outputs: a timed op writes each with its pattern, a real kernel
-	 * has written them; their checksums become what later reads expect.  A
-	 * recompute must rebuild what the first run wrote. */
-	for (uint32_t k = 0; k < op->n_out; k++) {
-		const int32_t x = op->out[k];
-		struct rp_tensor *T = &R->t[x];
-		uint64_t off = R->place_off[T->cur], n = R->net->tensors[x].bytes;
-		int32_t h = R->checking ? new_slot(R, n) : -1, again = -1;
+	if (real && h >= 0 && R->be->hash(R, i, RP_ENGINE_COMPUTE, off, n, h) < 0)
+		return -1;
+	if (h < 0) {
+		if (!re)
+			T->expect = outv[k] = ver_none();
+	} else if (re) {
+		struct rp_ver want = !first && outv[k].valid ? outv[k] : ver_make(0, h, o);
 
-		if (!real && R->be->fill(R, i, off, n, replay_seed(x, o), h) < 0)
+		/* a pattern is read back (an overlapping copy may have
+		 * written over it); a kernel's output was hashed as
+		 * written.  A rebuild that runs otherwise than the first
+		 * run (timed against real, other conv algorithms, which
+		 * round differently; dropout, whose mask differs by
+		 * design) is not compared: later reads expect what the
+		 * rebuild wrote. */
+		if (!real && (again = new_slot(R, n), R->be->hash(R, i, RP_ENGINE_COMPUTE, off, n, again) < 0))
 			return -1;
-		if (real && h >= 0 && R->be->hash(R, i, RP_ENGINE_COMPUTE, off, n, h) < 0)
-			return -1;
-		if (h < 0) {
-			if (!re)
-				T->expect = outv[k] = ver_none();
-		} else if (re) {
-			struct rp_ver want = !first && outv[k].valid ? outv[k] : ver_make(0, h, o);
-
-			/* a pattern is read back (an overlapping copy may have
-			 * written over it); a kernel's output was hashed as
-			 * written.  A rebuild that runs otherwise than the first
-			 * run (timed against real, other conv algorithms, which
-			 * round differently; dropout, whose mask differs by
-			 * design) is not compared: later reads expect what the
-			 * rebuild wrote. */
-			if (!real && (again = new_slot(R, n), R->be->hash(R, i, RP_ENGINE_COMPUTE, off, n, again) < 0))
-				return -1;
-			if (!R->be->same_run || R->be->same_run(R, i)) {
-				add_check(R, i, x, o, RP_CK_REBUILT, real ? h : again, want, culprits(R, off, n, T->cur));
-				R->recomputes++;
-			} else {
-				T->expect = ver_make(0, h, o);
-			}
+		if (!R->be->same_run || R->be->same_run(R, i)) {
+			add_check(R, i, x, o, RP_CK_REBUILT, real ? h : again, want, culprits(R, off, n, T->cur));
+			R->recomputes++;
 		} else {
 			T->expect = ver_make(0, h, o);
-			outv[k] = T->expect;
 		}
-		T->ls = RP_RES;
+	} else {
+		T->expect = ver_make(0, h, o);
+		outv[k] = T->expect;
 	}
+	T->ls = RP_RES;
+	return 0;
+}
+
+/* Compute or recompute i: what it reads and writes must be there, and
+ * (checking) every read is hashed, every output written or hashed. */
+static int do_compute(struct replay *R, uint32_t i)
+{
+	const int32_t o = R->s->a[i].op;
+	const struct mp_op *op = &R->net->ops[o];
+	uint64_t ws = 0, wsoff = 0;
+	double ms = 0;
+	int real = 0;
+
+	if (compute_ready(R, i, &ms, &ws, &wsoff) < 0)
+		return -1;
+	if (R->be->op_begin(R, i) < 0)
+		return -1;
+	if (hash_reads(R, i) < 0)
+		return -1;
+	if (R->be->op_run && (real = R->be->op_run(R, i, wsoff)) < 0)
+		return -1;
+	for (uint32_t k = 0; k < op->n_out; k++)
+		if (write_output(R, i, k, real) < 0)
+			return -1;
 	if (!real && ws > 0 && R->be->fill(R, i, wsoff, ws, replay_seed(op->ws, o), -1) < 0)
 		return -1;
 	R->computed[o] = 1;

@@ -191,26 +191,12 @@ static json_t *times_json(double start, double end, uint64_t bytes, const char *
 	return o;
 }
 
-json_t *exec_report_json(const struct mp_net *net, const struct mp_plan *p,
-			 const struct mp_exec_result *r, const struct mp_exec_cmp *c)
+/* The verdicts: tolerances, peak and time deviations, and the rows. */
+static void add_verdicts(json_t *root, const struct mp_exec_cmp *c)
 {
 	static const char *const row_name[EXEC_ROWS] = { "forward", "backward", "optimizer", "total" };
-	const struct mp_schedule *s = &p->sched;
-	const double sc = r->time_scale;
-	json_t *root = json_object(), *o, *arr;
-	uint32_t step = 0;
-	int *ph = action_phases(net, s);
+	json_t *o = json_object();
 
-	json_object_set_new(root, "format", json_string("memplan-verify/1"));
-	json_object_set_new(root, "net", json_string(net->name ? net->name : ""));
-	json_object_set_new(root, "planner", json_string(mp_planner_name(p->planner)));
-	json_object_set_new(root, "alloc", json_string(mp_exec_alloc_name(r->alloc)));
-	json_object_set_new(root, "clock", json_string(mp_exec_clock_name(r->clock)));
-	json_object_set_new(root, "time_scale", json_real(r->time_scale));
-	json_object_set_new(root, "iterations", json_integer(r->iters));
-	json_object_set_new(root, "warmup", json_integer(r->warmup));
-	json_object_set_new(root, "ok", json_boolean(c->peak_ok && c->time_ok));
-	o = json_object();
 	json_object_set_new(o, "peak", json_real(c->tol_peak));
 	json_object_set_new(o, "time", c->time_judged ? json_real(c->tol_time) : json_null());
 	json_object_set_new(root, "tolerance", o);
@@ -230,8 +216,12 @@ json_t *exec_report_json(const struct mp_net *net, const struct mp_plan *p,
 		if (c->row[k].present)
 			json_object_set_new(o, row_name[k], row_json(&c->row[k]));
 	json_object_set_new(root, "phases", o);
+}
 
-	o = json_object();
+static json_t *memory_json(const struct mp_plan *p, const struct mp_exec_result *r)
+{
+	json_t *o = json_object();
+
 	if (r->alloc != MP_EXEC_ASYNC) /* the arena, or the pool's range; async has neither */
 		json_object_set_new(o, r->cuda.present ? "device_arena_bytes" : "host_bytes",
 				    json_integer((json_int_t)r->mem_bytes));
@@ -247,83 +237,105 @@ json_t *exec_report_json(const struct mp_net *net, const struct mp_plan *p,
 	} else {
 		json_object_set_new(o, "arena_high_water_bytes", json_integer((json_int_t)r->arena_high_bytes));
 	}
-	json_object_set_new(root, "memory", o);
-	if (r->cuda.present) {
-		/* the CUDA backend: the device as the driver reports it */
-		o = json_object();
-		json_object_set_new(o, "name", json_string(r->cuda.name));
-		json_object_set_new(o, "total_bytes", json_integer((json_int_t)r->cuda.total_bytes));
-		json_object_set_new(o, "used_before_arena_bytes", json_integer((json_int_t)r->cuda.used_before_bytes));
-		json_object_set_new(o, "used_after_alloc_bytes", json_integer((json_int_t)r->cuda.used_alloc_bytes));
-		json_object_set_new(o, "used_peak_bytes", json_integer((json_int_t)r->cuda.used_peak_bytes));
-		json_object_set_new(o, "pinned_host_bytes", json_integer((json_int_t)r->cuda.pinned_bytes));
-		json_object_set_new(o, "timer_ratio", json_real(r->cuda.timer_ratio));
-		json_object_set_new(o, "launches_per_iteration", json_integer((json_int_t)r->cuda.launches));
-		json_object_set_new(o, "libraries", json_string(r->cuda.libraries));
-		json_object_set_new(o, "ops_real", json_integer(r->cuda.ops_real));
-		json_object_set_new(o, "ops_timed", json_integer(r->cuda.ops_timed));
-		json_object_set_new(o, "algos_substituted", json_integer(r->cuda.algos_substituted));
-		json_object_set_new(o, "first_timed", json_string(r->cuda.timed_why));
-		json_object_set_new(o, "library_bytes", json_integer((json_int_t)r->cuda.library_bytes));
-		json_object_set_new(o, "checked_iterations", json_integer(r->cuda.checked_iterations));
-		json_object_set_new(root, "cuda", o);
-	}
+	return o;
+}
 
-	o = json_object();
+/* The CUDA backend: the device as the driver reports it. */
+static json_t *cuda_json(const struct mp_exec_cuda *d)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "name", json_string(d->name));
+	json_object_set_new(o, "total_bytes", json_integer((json_int_t)d->total_bytes));
+	json_object_set_new(o, "used_before_arena_bytes", json_integer((json_int_t)d->used_before_bytes));
+	json_object_set_new(o, "used_after_alloc_bytes", json_integer((json_int_t)d->used_alloc_bytes));
+	json_object_set_new(o, "used_peak_bytes", json_integer((json_int_t)d->used_peak_bytes));
+	json_object_set_new(o, "pinned_host_bytes", json_integer((json_int_t)d->pinned_bytes));
+	json_object_set_new(o, "timer_ratio", json_real(d->timer_ratio));
+	json_object_set_new(o, "launches_per_iteration", json_integer((json_int_t)d->launches));
+	json_object_set_new(o, "libraries", json_string(d->libraries));
+	json_object_set_new(o, "ops_real", json_integer(d->ops_real));
+	json_object_set_new(o, "ops_timed", json_integer(d->ops_timed));
+	json_object_set_new(o, "algos_substituted", json_integer(d->algos_substituted));
+	json_object_set_new(o, "first_timed", json_string(d->timed_why));
+	json_object_set_new(o, "library_bytes", json_integer((json_int_t)d->library_bytes));
+	json_object_set_new(o, "checked_iterations", json_integer(d->checked_iterations));
+	return o;
+}
+
+static json_t *timing_json(const struct mp_exec_result *r)
+{
+	json_t *o = json_object(), *arr = json_array();
+
 	json_object_set_new(o, "wall_ms", json_real(r->time_ms));
 	json_object_set_new(o, "timeline_ms", json_real(r->timeline_ms));
 	json_object_set_new(o, "alloc_wait_ms", json_real(r->alloc_wait_ms));
 	json_object_set_new(o, "overruns", json_integer(r->overruns));
 	json_object_set_new(o, "overrun_ms", json_real(r->overrun_ms));
 	json_object_set_new(o, "work_scale", json_real(r->work_scale));
-	arr = json_array();
 	for (uint32_t k = 0; k < r->iters; k++)
 		json_array_append_new(arr, json_real(r->iter_ms[k]));
 	json_object_set_new(o, "iterations_ms", arr);
-	json_object_set_new(root, "timing", o);
+	return o;
+}
 
-	o = json_object();
+static json_t *checks_json(const struct mp_exec_result *r)
+{
+	json_t *o = json_object();
+
 	json_object_set_new(o, "reads", json_integer((json_int_t)r->reads_checked));
 	json_object_set_new(o, "swaps", json_integer((json_int_t)r->swaps_checked));
 	json_object_set_new(o, "recomputes", json_integer((json_int_t)r->recomputes_checked));
 	json_object_set_new(o, "bytes_hashed", json_integer((json_int_t)r->bytes_hashed));
-	json_object_set_new(root, "checks", o);
+	return o;
+}
 
-	/* per step: the compute actions, with the copies issued in the step */
-	arr = json_array();
-	{
-		uint64_t in_b = 0, out_b = 0;
+/* Per step: the compute actions, with the copies issued in the step. */
+static json_t *steps_json(const struct mp_net *net, const struct mp_plan *p, const struct mp_exec_result *r)
+{
+	const struct mp_schedule *s = &p->sched;
+	const double sc = r->time_scale;
+	json_t *arr = json_array();
+	uint64_t in_b = 0, out_b = 0;
+	uint32_t step = 0;
 
-		for (uint32_t i = 0; i < s->n && i < r->n_act; i++) {
-			const struct mp_action *a = &s->a[i];
-			const struct mp_exec_act *m = &r->act[i];
-			json_t *x;
+	for (uint32_t i = 0; i < s->n && i < r->n_act; i++) {
+		const struct mp_action *a = &s->a[i];
+		const struct mp_exec_act *m = &r->act[i];
+		json_t *x;
 
-			if (a->kind == MP_ACT_SWAP_IN)
-				in_b += net->tensors[a->tensor].bytes;
-			if (a->kind == MP_ACT_SWAP_OUT)
-				out_b += net->tensors[a->tensor].bytes;
-			if (a->kind != MP_ACT_COMPUTE)
-				continue;
-			x = json_object();
-			json_object_set_new(x, "step", json_integer(step + 1));
-			json_object_set_new(x, "action", json_integer(i));
-			json_object_set_new(x, "op", json_string(net->ops[a->op].name));
-			json_object_set_new(x, "phase", json_string(mp_phase_name(net->ops[a->op].phase)));
-			json_object_set_new(x, "predicted", times_json(a->start_ms * sc, a->end_ms * sc,
-				step < p->sim.n_steps ? p->sim.steps[step].bytes : 0, "bytes"));
-			json_object_set_new(x, "measured", times_json(m->start_ms, m->end_ms,
-				step < r->n_steps ? r->step_bytes[step] : 0, "bytes"));
-			json_object_set_new(x, "swap_in_bytes", json_integer((json_int_t)in_b));
-			json_object_set_new(x, "swap_out_bytes", json_integer((json_int_t)out_b));
-			json_array_append_new(arr, x);
-			in_b = out_b = 0;
-			step++;
-		}
+		if (a->kind == MP_ACT_SWAP_IN)
+			in_b += net->tensors[a->tensor].bytes;
+		if (a->kind == MP_ACT_SWAP_OUT)
+			out_b += net->tensors[a->tensor].bytes;
+		if (a->kind != MP_ACT_COMPUTE)
+			continue;
+		x = json_object();
+		json_object_set_new(x, "step", json_integer(step + 1));
+		json_object_set_new(x, "action", json_integer(i));
+		json_object_set_new(x, "op", json_string(net->ops[a->op].name));
+		json_object_set_new(x, "phase", json_string(mp_phase_name(net->ops[a->op].phase)));
+		json_object_set_new(x, "predicted", times_json(a->start_ms * sc, a->end_ms * sc,
+			step < p->sim.n_steps ? p->sim.steps[step].bytes : 0, "bytes"));
+		json_object_set_new(x, "measured", times_json(m->start_ms, m->end_ms,
+			step < r->n_steps ? r->step_bytes[step] : 0, "bytes"));
+		json_object_set_new(x, "swap_in_bytes", json_integer((json_int_t)in_b));
+		json_object_set_new(x, "swap_out_bytes", json_integer((json_int_t)out_b));
+		json_array_append_new(arr, x);
+		in_b = out_b = 0;
+		step++;
 	}
-	json_object_set_new(root, "steps", arr);
+	return arr;
+}
 
-	arr = json_array();
+/* Every action, predicted and measured. */
+static json_t *actions_json(const struct mp_net *net, const struct mp_plan *p, const struct mp_exec_result *r)
+{
+	const struct mp_schedule *s = &p->sched;
+	const double sc = r->time_scale;
+	json_t *arr = json_array();
+	int *ph = action_phases(net, s);
+
 	for (uint32_t i = 0; i < s->n && i < r->n_act; i++) {
 		const struct mp_action *a = &s->a[i];
 		const struct mp_exec_act *m = &r->act[i];
@@ -344,7 +356,31 @@ json_t *exec_report_json(const struct mp_net *net, const struct mp_plan *p,
 			json_object_set_new(x, "stall_ms", json_real(m->stall_ms));
 		json_array_append_new(arr, x);
 	}
-	json_object_set_new(root, "actions", arr);
 	free(ph);
+	return arr;
+}
+
+json_t *exec_report_json(const struct mp_net *net, const struct mp_plan *p,
+			 const struct mp_exec_result *r, const struct mp_exec_cmp *c)
+{
+	json_t *root = json_object();
+
+	json_object_set_new(root, "format", json_string("memplan-verify/1"));
+	json_object_set_new(root, "net", json_string(net->name ? net->name : ""));
+	json_object_set_new(root, "planner", json_string(mp_planner_name(p->planner)));
+	json_object_set_new(root, "alloc", json_string(mp_exec_alloc_name(r->alloc)));
+	json_object_set_new(root, "clock", json_string(mp_exec_clock_name(r->clock)));
+	json_object_set_new(root, "time_scale", json_real(r->time_scale));
+	json_object_set_new(root, "iterations", json_integer(r->iters));
+	json_object_set_new(root, "warmup", json_integer(r->warmup));
+	json_object_set_new(root, "ok", json_boolean(c->peak_ok && c->time_ok));
+	add_verdicts(root, c);
+	json_object_set_new(root, "memory", memory_json(p, r));
+	if (r->cuda.present)
+		json_object_set_new(root, "cuda", cuda_json(&r->cuda));
+	json_object_set_new(root, "timing", timing_json(r));
+	json_object_set_new(root, "checks", checks_json(r));
+	json_object_set_new(root, "steps", steps_json(net, p, r));
+	json_object_set_new(root, "actions", actions_json(net, p, r));
 	return root;
 }
