@@ -340,38 +340,48 @@ static void route_walk(struct route_graph *G, struct mp_route *r, int32_t root)
 	}
 }
 
+/* An unplaced writer, in u's phase, of one of the tensors u reads (its k-th
+ * input into *via), or u when there is none. */
+static uint32_t cycle_pred(const struct route_graph *G, const struct mp_route *r, uint32_t u, uint32_t *via)
+{
+	const struct mp_op *op = &G->net->ops[u];
+
+	for (uint32_t k = 0; k < op->n_in; k++) {
+		int32_t t = op->in[k];
+
+		for (uint32_t w = G->wstart[t]; w < G->wstart[t + 1]; w++)
+			if (G->wlist[w] != u && r->pos[G->wlist[w]] == UINT32_MAX &&
+			    G->net->ops[G->wlist[w]].phase == op->phase) {
+				*via = k;
+				return G->wlist[w];
+			}
+	}
+	return u;
+}
+
 /* Some op is unplaced, so it has an unplaced predecessor: walk back n
- * steps, which lands on the cycle, then name the input that closes it. */
+ * steps, which lands on a cycle, then name the input that closes it, at an
+ * op of the file's "ops" where the cycle has one (its JSON path). */
 static void route_cycle_error(const struct route_graph *G, const struct mp_route *r, struct mp_error *err)
 {
 	const struct mp_net *net = G->net;
-	uint32_t n = G->n, u = 0, via = 0, pred = 0;
+	uint32_t n = G->n, u = 0, via = 0, pred, start;
 	char wb[64];
 
 	while (r->pos[u] != UINT32_MAX)
 		u++;
-	for (uint32_t guard = 0; guard <= n; guard++) {
-		const struct mp_op *op = &net->ops[u];
-		uint32_t next = u;
-
-		for (uint32_t k = 0; k < op->n_in && next == u; k++) {
-			int32_t t = op->in[k];
-
-			for (uint32_t w = G->wstart[t]; w < G->wstart[t + 1]; w++)
-				if (G->wlist[w] != u && r->pos[G->wlist[w]] == UINT32_MAX &&
-				    net->ops[G->wlist[w]].phase == op->phase) {
-					next = G->wlist[w];
-					via = k;
-					break;
-				}
+	for (uint32_t guard = 0; guard < n && (pred = cycle_pred(G, r, u, &via)) != u; guard++)
+		u = pred;
+	start = u;
+	for (uint32_t guard = 0; guard < n && net->ops[u].json_index < 0; guard++) {
+		pred = cycle_pred(G, r, u, &via);
+		if (pred == u || pred == start) {
+			u = start;
+			break;
 		}
-		if (next == u)
-			break;
-		pred = next;
-		if (guard == n)
-			break;
-		u = next;
+		u = pred;
 	}
+	pred = cycle_pred(G, r, u, &via);
 	mp_error_set(err, "%scycle: op '%s' depends on itself through '%s'",
 		     where(&net->ops[u], via, wb, sizeof(wb)), net->ops[u].name, net->ops[pred].name);
 }

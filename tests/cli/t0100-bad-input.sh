@@ -292,6 +292,9 @@ bad op-reads-own-output "ops[0].inputs[1]: op 'f' reads 'y', which no earlier op
 # Found: no JSON path and no second op ("cycle: op 'g' depends on itself").
 bad op-cycle "ops[0].inputs[1]: cycle: op 'f' depends on itself through 'g'"
 bad op-cycle "ops[0].inputs[1]: cycle: op 'f' depends on itself through 'g'" analyze
+# Found: a cycle through a layer's op and an explicit one was named at the
+# layer's op, which has no JSON path; the explicit op on it is named instead
+bad op-cycle-layer "ops[0].inputs[0]: cycle: op 'f' depends on itself through 'z.fwd'"
 
 # ---- files that are not there or not files --------------------------------
 expect_run "check nonexistent file" 2 --stdout empty \
