@@ -106,7 +106,7 @@ sed 's/\([0-9]\)\.0\(,\{0,1\}\)$/\1\2/' "$TMP/steady.json" >"$TMP/respelled.json
 expect_run "respelled numbers differ" 1 -- cmp -s "$TMP/steady.json" "$TMP/respelled.json"
 # a plan memplan wrote before the digest covered values (0ddeed9) still reads
 expect_run "a plan with the earlier digest" 0 --stdout-grep "nothing lost" -- \
-	memplan verify tests/data/chain-plan-0ddeed9.json --iters 1 --warmup 0
+	memplan verify tests/data/plans/chain-0ddeed9.json --iters 1 --warmup 0
 expect_run "respelled numbers keep the digest" 0 --stdout-grep "nothing lost" -- \
 	memplan verify "$TMP/respelled.json" --iters 1 --warmup 0
 sed '0,/"bytes": 1000,/s//"bytes": 1004,/' "$TMP/steady.json" >"$TMP/revalued.json"
