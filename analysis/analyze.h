@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "device.h"
+#include "base/device.h"
 #include "net.h"
 #include "policy.h"
 #include "route.h"

@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "device.h"
+#include "base/device.h"
 #include "net.h"
 #include "route.h"
 #include "sched.h"

@@ -1,6 +1,6 @@
 /*
  * memplan devices [NAME|FILE ...] [--format table|json]
- * The built-in GPU catalog (analysis/device.c), or the devices named (catalog
+ * The built-in GPU catalog (analysis/base/device.c), or the devices named (catalog
  * names or JSON device files): memory, achieved pinned host-link bandwidth
  * per direction, copy latency, peak dense throughput per dtype, memory
  * bandwidth, and where the figures come from (memplan-devices(1)).

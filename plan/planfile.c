@@ -20,7 +20,7 @@
 
 #include <openssl/evp.h>
 
-#include "../analysis/jget.h"
+#include "../analysis/base/jget.h"
 
 #define PLAN_FORMAT "memplan-plan/1"
 

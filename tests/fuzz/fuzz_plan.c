@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analysis/jget.h"
+#include "../../analysis/base/jget.h"
 #include "../../plan/plan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
