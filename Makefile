@@ -48,7 +48,7 @@ endif
 
 # Sources by layer (README "Layout"); each includes only the layers before it.
 BASE     := analysis/base/util.c analysis/base/jget.c analysis/base/device.c
-NET      := analysis/net.c
+NET      := analysis/net/net.c
 ZOO      := analysis/zoo.c
 ANALYSIS := $(BASE) $(NET) analysis/route.c analysis/sched.c analysis/sim.c analysis/policy.c \
 	    analysis/analyze.c $(ZOO)

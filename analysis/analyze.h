@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "base/device.h"
-#include "net.h"
+#include "net/net.h"
 #include "policy.h"
 #include "route.h"
 #include "sched.h"

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "base/device.h"
-#include "net.h"
+#include "net/net.h"
 #include "route.h"
 #include "sched.h"
 

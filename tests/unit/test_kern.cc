@@ -35,7 +35,7 @@
 #include "../../verify/kern_cuda.h"
 
 extern "C" {
-#include "../../analysis/net.h"
+#include "../../analysis/net/net.h"
 #include "../../analysis/zoo.h"
 }
 

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/jget.h"
+#include "../base/jget.h"
 
 static const char *const kind_names[MP_TK__COUNT] = {
 	"input", "activation", "gradient", "parameter", "parameter_gradient",
