@@ -48,7 +48,8 @@ endif
 
 # Sources by layer (README "Layout"); each includes only the layers before it.
 BASE     := analysis/base/util.c analysis/base/jget.c analysis/base/device.c
-NET      := analysis/net/net.c
+NET      := analysis/net/net.c analysis/net/load.c analysis/net/parse.c analysis/net/geometry.c \
+	    analysis/net/lower.c analysis/net/ops.c analysis/net/scale.c
 ZOO      := analysis/zoo.c
 ANALYSIS := $(BASE) $(NET) analysis/route.c analysis/sched.c analysis/sim.c analysis/policy.c \
 	    analysis/analyze.c $(ZOO)
