@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "../analysis/zoo.h"
+#include "../analysis/zoo/zoo.h"
 
 static json_t *device_json(const struct mp_device *d)
 {

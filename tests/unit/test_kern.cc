@@ -36,7 +36,7 @@
 
 extern "C" {
 #include "../../analysis/net/net.h"
-#include "../../analysis/zoo.h"
+#include "../../analysis/zoo/zoo.h"
 }
 
 #include <math.h>

@@ -26,7 +26,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "net/net.h"
+#include "../net/net.h"
 
 #define NAME_MAX_LEN 96
 
