@@ -50,7 +50,8 @@ endif
 BASE     := analysis/base/util.c analysis/base/jget.c analysis/base/device.c
 NET      := analysis/net/net.c analysis/net/load.c analysis/net/parse.c analysis/net/geometry.c \
 	    analysis/net/lower.c analysis/net/ops.c analysis/net/scale.c
-ZOO      := analysis/zoo/zoo.c
+ZOO      := analysis/zoo/zoo.c analysis/zoo/layers.c analysis/zoo/cnn.c analysis/zoo/transformer.c \
+	    analysis/zoo/rnn.c
 ANALYSIS := $(BASE) $(NET) analysis/route.c analysis/sched.c analysis/sim.c analysis/policy.c \
 	    analysis/analyze.c $(ZOO)
 PLAN     := plan/ucudnn.c plan/arena.c plan/trace.c plan/planfile.c plan/engine.c plan/planner.c plan/superneurons.c plan/tfswap.c plan/tensile.c plan/greedy.c plan/dtr.c plan/chain.c plan/checkpoint.c plan/optimal.c plan/convconf.c plan/capacity.c
