@@ -25,6 +25,8 @@
 
 #include "../../analysis/base/jget.h"
 #include "../../plan/plan.h"
+#include "../../plan/planfile.h"
+#include "../../plan/trace.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
