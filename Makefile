@@ -46,9 +46,14 @@ CUDA_DEFS := -DMEMPLAN_CUDA=1
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lpthread -lrt -lstdc++
 endif
 
-ANALYSIS := analysis/util.c analysis/jget.c analysis/device.c analysis/net.c \
-	    analysis/route.c analysis/sched.c analysis/sim.c analysis/policy.c \
-	    analysis/analyze.c analysis/zoo.c
+# Sources by layer (README "Layout"); each includes only the layers before it.
+BASE     := analysis/base/util.c analysis/base/jget.c analysis/base/device.c
+NET      := analysis/net/net.c analysis/net/load.c analysis/net/parse.c analysis/net/geometry.c \
+	    analysis/net/lower.c analysis/net/ops.c analysis/net/scale.c
+ZOO      := analysis/zoo/zoo.c analysis/zoo/layers.c analysis/zoo/cnn.c analysis/zoo/transformer.c \
+	    analysis/zoo/rnn.c
+ANALYSIS := $(BASE) $(NET) analysis/route.c analysis/sched.c analysis/sim.c analysis/policy.c \
+	    analysis/analyze.c $(ZOO)
 PLAN     := plan/ucudnn.c plan/arena.c plan/trace.c plan/planfile.c plan/engine.c plan/planner.c plan/superneurons.c plan/tfswap.c plan/tensile.c plan/greedy.c plan/dtr.c plan/chain.c plan/checkpoint.c plan/optimal.c plan/convconf.c plan/capacity.c
 VERIFY   := verify/common.c verify/backend_host.c verify/replay.c verify/kop.c verify/pool.c verify/report.c verify/probe.c verify/profile.c
 CLI      := cli/main.c cli/common.c cli/options.c cli/output.c cli/cmd_check.c cli/cmd_analyze.c cli/cmd_plan.c cli/cmd_capacity.c cli/cmd_gen.c cli/cmd_devices.c cli/cmd_verify.c cli/cmd_profile.c
@@ -56,6 +61,8 @@ LIB_OBJ  := $(ANALYSIS:%.c=$(BUILD)/%.o) $(PLAN:%.c=$(BUILD)/%.o) $(VERIFY:%.c=$
 # backends.c registers the backends built (the CUDA one with MEMPLAN_CUDA):
 # memplan links it; the unit tests name the backends they run
 CLI_OBJ  := $(CLI:%.c=$(BUILD)/%.o) $(BUILD)/verify/backends.o
+# every object depends on every library header: a header change rebuilds all
+LIB_H    := $(wildcard analysis/*.h analysis/*/*.h plan/*.h verify/*.h)
 UNIT     := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT:tests/unit/%.c=$(BUILD)/tests/%)
 
@@ -108,7 +115,7 @@ gpu-bundle:
 	@ldd build-gpu/memplan | awk '/=> \// {print $$3}' | grep -v -E '$(SYSTEM_LIBS)' | xargs -r -I{} cp -L {} build-gpu/lib/
 	@echo "memplan: build-gpu/memplan, with $$(ls build-gpu/lib | wc -l) libraries in build-gpu/lib ($$(du -sh build-gpu/lib | cut -f1))"
 
-$(BUILD)/%.o: %.c $(wildcard analysis/*.h plan/*.h verify/*.h cli/*.h)
+$(BUILD)/%.o: %.c $(LIB_H) $(wildcard cli/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CFLAGS) $(SANFLAGS) $(DEFS) -c -o $@ $<
 
@@ -121,7 +128,7 @@ $(BUILD)/cuda.flag: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(CUDA_DEFS)' | cmp -s - $@ || echo '$(CUDA_DEFS)' > $@
 
-$(BUILD)/verify/%.o: verify/%.cu $(wildcard analysis/*.h plan/*.h verify/*.h)
+$(BUILD)/verify/%.o: verify/%.cu $(LIB_H)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_WARN) $(NVCCFLAGS) $(CUDA_ARCH) -c -o $@ $<
 
@@ -149,7 +156,7 @@ $(FAKE_DIR)/libcublas.so.13: tests/fakecuda/fake_cublas.c tests/fakecuda/fakecud
 # host backend and the CUDA backend, which the host compiler builds too
 # (its kernels on the CPU) to run against the same fakes, with profile_cuda
 FAKE_HOST_OBJ := $(BUILD)/tests/backend_cuda_host.o $(BUILD)/tests/kern_cuda_host.o $(BUILD)/tests/profile_cuda_host.o
-$(BUILD)/tests/%_host.o: verify/%.cu $(wildcard analysis/*.h plan/*.h verify/*.h)
+$(BUILD)/tests/%_host.o: verify/%.cu $(LIB_H)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXX_WARN) $(CFLAGS) $(SANFLAGS) -isystem $(CUDA_INC) -x c++ -c -o $@ $<
 

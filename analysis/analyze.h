@@ -8,8 +8,8 @@
 
 #include <stdint.h>
 
-#include "device.h"
-#include "net.h"
+#include "base/device.h"
+#include "net/net.h"
 #include "policy.h"
 #include "route.h"
 #include "sched.h"

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "net.h"
+#include "net/net.h"
 #include "route.h"
 #include "sched.h"
 

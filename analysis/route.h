@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "net.h"
+#include "net/net.h"
 
 struct mp_route {
 	uint32_t n;             /* steps: every op once */

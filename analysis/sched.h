@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "net.h"
+#include "net/net.h"
 #include "route.h"
 
 enum mp_act_kind {

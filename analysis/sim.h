@@ -12,8 +12,8 @@
 
 #include <stdint.h>
 
-#include "device.h"
-#include "net.h"
+#include "base/device.h"
+#include "net/net.h"
 #include "route.h"
 #include "sched.h"
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "../analysis/analyze.h"
-#include "../analysis/net.h"
+#include "../analysis/net/net.h"
 
 /* Exit status, memplan(1). */
 enum {

@@ -1,6 +1,6 @@
 /*
  * memplan devices [NAME|FILE ...] [--format table|json]
- * The built-in GPU catalog (analysis/device.c), or the devices named (catalog
+ * The built-in GPU catalog (analysis/base/device.c), or the devices named (catalog
  * names or JSON device files): memory, achieved pinned host-link bandwidth
  * per direction, copy latency, peak dense throughput per dtype, memory
  * bandwidth, and where the figures come from (memplan-devices(1)).
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "../analysis/zoo.h"
+#include "../analysis/zoo/zoo.h"
 
 static json_t *device_json(const struct mp_device *d)
 {

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "../analysis/zoo.h"
+#include "../analysis/zoo/zoo.h"
 
 static void print_models(FILE *f)
 {

@@ -11,7 +11,10 @@
 
 #include "cli.h"
 #include "../plan/capacity.h"
+#include "../plan/arena.h"
 #include "../plan/plan.h"
+#include "../plan/planfile.h"
+#include "../plan/trace.h"
 
 static const char *step_label(const struct mp_net *net, int32_t op, char *buf, size_t n)
 {

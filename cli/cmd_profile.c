@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "../verify/backend.h"
+#include "../verify/probe.h"
 #include "../verify/profile.h"
 
 /* Refuse an output that cannot be written before minutes of measuring:

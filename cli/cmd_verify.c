@@ -14,7 +14,10 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "../plan/planfile.h"
 #include "../verify/backend.h"
+#include "../verify/probe.h"
+#include "../verify/report.h"
 
 /* A number > 0 (time scale) or >= 0 with an optional % (tolerances). */
 static int parse_real(const char *name, const char *s, int percent, double max, double *out)

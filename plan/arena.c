@@ -41,7 +41,7 @@
  * allocations, 0.3 to 0.6 s against 2.6 to 10 s for the one-by-one scan
  * (same offsets); 3 * 10^4 layers, 141k to 193k allocations, 1.7 to 6.4 s.
  */
-#include "plan.h"
+#include "arena.h"
 
 #include <stdlib.h>
 #include <string.h>

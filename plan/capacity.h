@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "plan.h"
-#include "../analysis/zoo.h"
+#include "../analysis/zoo/zoo.h"
 
 /* Reserved for the CUDA context, cuDNN and cuBLAS handles when none is given. */
 #define CAP_DEFAULT_RESERVE (UINT64_C(512) << 20)

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan.h"
+#include "convconf.h"
 #include "ucudnn.h"
 
 struct kctx {

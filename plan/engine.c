@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena.h"
+
 /* Forward writers per tensor (CSR) and which tensors may be dropped: an
  * activation written in forward only by ops that may re-run.  O(ops + uses). */
 static void droppable_build(struct pl_state *S)

@@ -1,10 +1,11 @@
 /*
  * plan: memplan plan.  Planners are functions (Net, route, request) ->
  * Schedule, judged by the one simulator; auto picks the fastest schedule that
- * fits the budget.  Owns struct mp_plan (a schedule, its simulation, the arena
- * offsets of its allocations, and the planner's statistics), the arena
- * assignment, the plan file (memplan-plan(5)) writer and reader, and the
- * Chrome trace writer.
+ * fits the budget.  Owns the planners' names, the request (struct
+ * mp_plan_req) and struct mp_plan (a schedule, its simulation, the arena
+ * offsets of its allocations, and the planner's statistics), and running a
+ * planner (planner.c).  The arena is arena.h's, the plan file planfile.h's,
+ * the Chrome trace trace.h's.
  */
 #ifndef MP_PLAN_H
 #define MP_PLAN_H
@@ -84,69 +85,5 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 /* fits (peak and arena within budget), overhead, MSR, EOR, CBR of a
  * simulated, arena-assigned plan: one definition for planning and reading. */
 void plan_metrics(struct mp_plan *p, uint64_t budget);
-
-/*
- * Convolution configurations for --workspace wr|wd (mu-cuDNN): for every op
- * with algorithm alternatives, the algorithm (algo[op]) or micro-batch list
- * (micro_n[op] > 1, micro[op] malloc'd) chosen under ws_limit_bytes (per
- * kernel for wr, in total for wd).  0, or -1 with *err when no configuration
- * fits the limit.
- */
-int plan_conv_configs(const struct mp_net *net, const struct mp_plan_req *req, int32_t *algo,
-		      uint32_t *micro_n, struct mp_micro **micro, struct mp_error *err);
-
-/* Assign arena offsets to p's allocations: best fit, largest first, over the
- * simulated lifetimes (TFLite/XLA greedy by size).  Fills offset, arena_bytes
- * and max_live_bytes. */
-void plan_assign_arena(const struct mp_net *net, struct mp_plan *p);
-/* The same, stopping at the first placement order whose arena is at most
- * enough bytes (a budget): cheaper when only fitting matters. */
-void plan_assign_arena_within(const struct mp_net *net, struct mp_plan *p, uint64_t enough);
-/* Which placement the arena uses: 0 by the schedule's size (the default),
- * 1 the sorted scan, -1 the segment tree (for tests: both give the same
- * offsets). */
-extern int plan_arena_placer;
-/* Offsets are multiples of this; arena_bytes is the highest end, unrounded. */
-#define PLAN_ARENA_ALIGN 256u
-/* Check p->offset against p->sched's simulated lifetimes: every allocation
- * has an aligned offset, no two live at once share a byte, the highest ends
- * at arena_bytes, and a persistent tensor swapped back in to stay is where
- * the next iteration allocates it.  0, or -1 with *err naming the action
- * ("schedule[12].offset: ...") or "arena.bytes". */
-int plan_check_arena(const struct mp_net *net, const struct mp_plan *p, struct mp_error *err);
-
-/* The plan file (memplan-plan(5)). net_json is the net as loaded (embedded
- * verbatim with its SHA-256); budget and planner are recorded.  p's arena is
- * assigned here if plan_assign_arena has not run.  A new reference, owned by
- * the caller.  Dump it with jansson's full real precision (no
- * JSON_REAL_PRECISION flag): the digest covers the net's numbers as
- * jansson's default writes them, and a rounded net no longer matches it. */
-json_t *plan_to_json(const struct mp_net *net, json_t *net_json, const struct mp_plan_req *req,
-		     const struct mp_plan *p);
-
-/* Chrome trace event JSON of p's predicted timeline: one track per engine,
- * a counter of resident bytes.  A new reference, owned by the caller. */
-json_t *plan_trace_json(const struct mp_net *net, const struct mp_plan *p);
-
-/*
- * Read a plan file: validate it, load the embedded net (checking its SHA-256),
- * rebuild the schedule, re-simulate it and check the arena offsets against
- * the new lifetimes.  p_out is initialised here (plan_init).  Returns 0 with
- * *net_out (free with net_free), *req_out and *p_out (plan_release) filled:
- * the simulation and derived figures are recomputed, the offsets, arena size,
- * baselines and note come from the file.  Or -1 with *net_out NULL, *p_out
- * empty and *err naming the JSON path ("schedule[12].tensor: no tensor named
- * 'x'"); as with net_load_file, the caller prefixes the file name.
- */
-int plan_read_file(const char *path, struct mp_net **net_out, struct mp_plan_req *req_out,
-		   struct mp_plan *p_out, struct mp_error *err);
-/* The same for a plan already parsed (root borrowed, not modified):
- * plan_read_file is mp_json_load_file and this. */
-int plan_read_json(json_t *root, struct mp_net **net_out, struct mp_plan_req *req_out,
-		   struct mp_plan *p_out, struct mp_error *err);
-/* The digest a plan records for its net (net_sha256): the SHA-256 of v's
- * values serialized canonically, as 64 lowercase hex digits into hex.  0, or
- * -1 if v cannot be serialized. */
-int plan_net_sha256(const json_t *v, char hex[65]);
 
 #endif

@@ -10,7 +10,7 @@
  * re-simulated lifetimes.  Writing then reading gives the same schedule.
  * O(n) in the actions, plus the arena check (plan/arena.c).
  */
-#include "plan.h"
+#include "planfile.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -20,7 +20,8 @@
 
 #include <openssl/evp.h>
 
-#include "../analysis/jget.h"
+#include "../analysis/base/jget.h"
+#include "arena.h"
 
 #define PLAN_FORMAT "memplan-plan/1"
 

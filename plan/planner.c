@@ -10,6 +10,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "arena.h"
+#include "convconf.h"
+
 static const char *const names[MP_PLANNER_AUTO + 1] = {
 	"superneurons", "tf-swap", "tensile", "greedy", "chain", "chen", "checkpoint-blocks", "optimal", "auto",
 };

@@ -7,7 +7,7 @@
  * resident bytes after every memory event.  Times are microseconds.
  * O(n log n) in the schedule's actions (memory events are sorted by time).
  */
-#include "plan.h"
+#include "trace.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -29,7 +29,7 @@
 
 #include <stdint.h>
 
-#include "../analysis/util.h"
+#include "../analysis/base/util.h"
 
 /* mu-cuDNN 3.4's batch size policies: the micro-batch sizes benchmarked in
  * step 1 of WR (all, powerOfTwo, undivided). */

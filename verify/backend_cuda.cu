@@ -60,7 +60,7 @@
  * launches per action (a checking iteration; a real op otherwise issues only
  * its own calls); async: one allocation and one free call per allocation.
  */
-#define _Noreturn [[noreturn]] /* analysis/util.h is C11 */
+#define _Noreturn [[noreturn]] /* analysis/base/util.h is C11 */
 #ifndef __CUDACC__
 /* The host build (tests/unit/test_backends.cc against tests/fakecuda): the
  * host compiler, the kernels run on the CPU (below) */

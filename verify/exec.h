@@ -4,9 +4,9 @@
  * Schedule action by action to a backend (backend.h), checks that every
  * tensor an op reads is resident and holds exactly the bytes it was produced
  * with, and measures what the simulator predicted: peak device memory,
- * iteration time, stalls, bytes moved and the link bandwidth achieved.  The
- * comparison and the report (report.c) hold the measurement against the
- * plan's simulation, per phase and in total.
+ * iteration time, stalls, bytes moved and the link bandwidth achieved.
+ * Holding the measurement against the prediction is report.h's; whether a
+ * CUDA device is present, probe.h's.
  *
  * Backends (backends.c registers those built):
  *   host (backend_host.c)  device memory is a host arena, copy engines are
@@ -19,11 +19,9 @@
  *                          pinned host buffers, a compute and two copy
  *                          streams ordered by events; ops with shapes run
  *                          their cuDNN/cuBLAS kernels (kern_cuda.cu), the
- *                          others timed kernels.  exec_cuda_probe (probe.c,
- *                          in every build) says whether a CUDA device is
- *                          present
+ *                          others timed kernels
  *
- * Owns struct mp_exec_result and struct mp_exec_cmp.
+ * Owns struct mp_exec_opts and struct mp_exec_result.
  */
 #ifndef MP_EXEC_H
 #define MP_EXEC_H
@@ -187,48 +185,6 @@ void exec_result_release(struct mp_exec_result *r);
 uint64_t exec_hash(const void *p, uint64_t n);
 
 /*
- * Predicted vs measured, per phase (forward, backward, optimizer) and in
- * total.  Actions belong to the phase of the next compute action (the last
- * one's after it), as sim_run attributes memory events to steps.  Phase time
- * is the compute engine's span in the phase; the total time is the iteration.
- * Predicted times are the plan's simulation times time_scale.
- */
-enum { EXEC_ROW_FWD, EXEC_ROW_BWD, EXEC_ROW_OPT, EXEC_ROW_TOTAL, EXEC_ROWS };
-
-struct mp_exec_pair {
-	double pred, meas;
-};
-
-struct mp_exec_row {
-	bool present;             /* a phase with at least one step */
-	struct mp_exec_pair time_ms, peak_bytes, stall_ms;
-	struct mp_exec_pair h2d_bytes, d2h_bytes;
-	struct mp_exec_pair h2d_ms, d2h_ms;      /* copy engine busy, wall ms */
-	struct mp_exec_pair h2d_gbps, d2h_gbps;  /* achieved link bandwidth in model
-						  * time (bytes / busy / time_scale); 0: no copies */
-};
-
-struct mp_exec_cmp {
-	struct mp_exec_row row[EXEC_ROWS];
-	double tol_peak, tol_time;    /* fractions: 0.02 = 2% */
-	double peak_dev, time_dev;    /* measured / predicted - 1 */
-	bool peak_ok, time_ok;
-	bool time_checked;            /* false when the prediction is 0 ms */
-	bool time_judged;             /* false: time is information (tol_time < 0), always ok */
-};
-
-/* Compare r with p's simulation; tolerances are fractions.  A negative
- * tol_time reports the time without judging it (the host backend's default). */
-void exec_compare(const struct mp_net *net, const struct mp_plan *p, const struct mp_exec_result *r,
-		  double tol_peak, double tol_time, struct mp_exec_cmp *out);
-
-/* The verify report (memplan-verify(1) --report): the comparison, the
- * measurement and the per-step and per-action predicted and measured times
- * and bytes.  The caller adds what it knows (file names, device). */
-json_t *exec_report_json(const struct mp_net *net, const struct mp_plan *p,
-			 const struct mp_exec_result *r, const struct mp_exec_cmp *c);
-
-/*
  * Run p on the CUDA backend (backend_cuda.cu; linked only when memplan was built
  * with MEMPLAN_CUDA): device 0, o->warmup + o->iters iterations.  Device
  * memory: MP_EXEC_ARENA, one cudaMalloc of p->arena_bytes with every
@@ -287,20 +243,5 @@ int exec_check_shape(const struct mp_net *net, const struct mp_schedule *s, uint
  * o->pool_bytes, or (0) the larger of the budget and the plan's arena. */
 uint64_t exec_pool_bytes(const struct mp_plan_req *req, const struct mp_plan *p, const struct mp_exec_opts *o);
 
-/* What exec_cuda_probe finds. */
-struct mp_cuda_probe {
-	int devices;              /* CUDA devices the driver reports */
-	char name[128];           /* device 0 */
-	uint64_t memory_bytes;    /* device 0 total memory */
-	int driver_version;       /* e.g. 13000 */
-};
-
-/*
- * Is a CUDA device here?  Asks the driver (libcuda.so.1, loaded at run time
- * so that memplan needs no CUDA library to start).  Returns 0 with *out
- * filled when at least one device is present, else -1 with *err saying why
- * ("no CUDA driver (libcuda.so.1: ...)", "the CUDA driver reports no device").
- */
-int exec_cuda_probe(struct mp_cuda_probe *out, struct mp_error *err);
 
 #endif

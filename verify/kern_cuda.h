@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #ifndef _Noreturn
-#define _Noreturn [[noreturn]] /* analysis/util.h is C11 */
+#define _Noreturn [[noreturn]] /* analysis/base/util.h is C11 */
 #endif
 extern "C" {
 #include "kop.h"

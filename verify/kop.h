@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../analysis/net.h"
+#include "../analysis/net/net.h"
 
 enum mp_kop_type {
 	KOP_TIMED,      /* no real kernel: a timed kernel of the op's duration */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../analysis/util.h"
+#include "../analysis/base/util.h"
 
 uint64_t pool_blocks(uint64_t bytes)
 {

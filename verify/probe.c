@@ -5,7 +5,7 @@
  * without a driver; `memplan verify --device cuda` and `--probe` then exit 3.
  * Whether this memplan has the CUDA backend is backends.c's to say.  O(1).
  */
-#include "exec.h"
+#include "probe.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

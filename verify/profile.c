@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../analysis/jget.h"
+#include "../analysis/base/jget.h"
 
 const char *prof_batches_name(enum mp_prof_batches b)
 {

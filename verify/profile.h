@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../analysis/net.h"
+#include "../analysis/net/net.h"
 #include "../plan/ucudnn.h"
 
 /* Which micro-batch sizes a convolution's algorithms are measured at: the

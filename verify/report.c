@@ -6,7 +6,7 @@
  * reduced by the same rules so that they compare step by step (DESIGN.md
  * "One pipeline, one schedule, one simulator").  O(actions).
  */
-#include "exec.h"
+#include "report.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -400,7 +400,7 @@ rm -f "$g"
 
 # ---- inputs made to be slow (generated here) ------------------------------
 # Found: one op reading 150000 tensors took ~4 s (26 s at 400000, a 24 MB
-# file): idl_add() in net.c deduplicated with a linear scan, O(n^2) per op.
+# file): idl_add() in the net loader deduplicated with a linear scan, O(n^2) per op.
 # BUG: under ASan it still takes ~50 s: idl_add_at() reallocs l->pos on every
 # add, not only when l->v grows, and ASan's realloc always copies.
 awk -v n=150000 'BEGIN {

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "../../analysis/analyze.h"
-#include "../../analysis/jget.h"
+#include "../../analysis/base/jget.h"
 #include "../../plan/plan.h"
 
 /* A failed call must say why: an empty message would print "memplan: FILE: ". */

@@ -23,8 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analysis/jget.h"
+#include "../../analysis/base/jget.h"
 #include "../../plan/plan.h"
+#include "../../plan/planfile.h"
+#include "../../plan/trace.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

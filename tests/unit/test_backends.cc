@@ -16,7 +16,7 @@
  * backend alone: cudaMallocAsync (--alloc async) and real kernels (the fake
  * cuDNN and cuBLAS) on clean plans, and memplan profile's measurement.
  */
-#define _Noreturn [[noreturn]] /* analysis/util.h is C11 */
+#define _Noreturn [[noreturn]] /* analysis/base/util.h is C11 */
 extern "C" {
 #include "../../analysis/route.h"
 #include "../../plan/planners.h"

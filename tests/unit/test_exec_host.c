@@ -23,9 +23,11 @@
 #include "../../analysis/policy.h"
 #include "../../analysis/route.h"
 #include "../../analysis/sim.h"
+#include "../../plan/arena.h"
 #include "../../plan/planners.h"
 #include "../../verify/exec.h"
 #include "../../verify/pool.h"
+#include "../../verify/report.h"
 #include "unit.h"
 
 static const char *const small[] = {

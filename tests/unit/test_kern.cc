@@ -35,8 +35,8 @@
 #include "../../verify/kern_cuda.h"
 
 extern "C" {
-#include "../../analysis/net.h"
-#include "../../analysis/zoo.h"
+#include "../../analysis/net/net.h"
+#include "../../analysis/zoo/zoo.h"
 }
 
 #include <math.h>

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analysis/net.h"
+#include "../../analysis/net/net.h"
 #include "../../verify/kop.h"
 #include "unit.h"
 

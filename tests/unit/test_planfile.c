@@ -12,7 +12,10 @@
 
 #include "../../analysis/policy.h"
 #include "../../analysis/route.h"
+#include "../../plan/arena.h"
 #include "../../plan/plan.h"
+#include "../../plan/planfile.h"
+#include "../../plan/trace.h"
 #include "unit.h"
 
 static const char *const examples[] = {

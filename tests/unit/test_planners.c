@@ -16,6 +16,7 @@
 #include <glob.h>
 #include <stdlib.h>
 
+#include "../../plan/arena.h"
 #include "../../plan/planners.h"
 #include "unit.h"
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analysis/net.h"
+#include "../../analysis/net/net.h"
 #include "../../analysis/sched.h"
 #include "../../analysis/sim.h"
 #include "unit.h"

@@ -1,5 +1,5 @@
 /* Unit tests: size parsing and formatting, checked arithmetic, string map. */
-#include "../../analysis/util.h"
+#include "../../analysis/base/util.h"
 #include "unit.h"
 
 static uint64_t size_of(const char *s)

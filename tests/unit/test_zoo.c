@@ -1,5 +1,5 @@
 /*
- * Unit tests of the model zoo (analysis/zoo.c): parameter counts against the
+ * Unit tests of the model zoo (analysis/zoo/): parameter counts against the
  * published ones (torchvision, timm, Hugging Face), activation sizes against
  * the papers' figures, the deep ResNet family of SuperNeurons Table 4, the
  * roofline times, and that every model loads, routes and analyzes with
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "../../analysis/analyze.h"
-#include "../../analysis/zoo.h"
+#include "../../analysis/zoo/zoo.h"
 #include "unit.h"
 
 static json_t *gen(const char *model, uint32_t batch)

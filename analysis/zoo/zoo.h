@@ -10,8 +10,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "device.h"
-#include "util.h"
+#include "../base/device.h"
+#include "../base/util.h"
 
 /* The device whose roofline times a net gets when none is given. */
 #define ZOO_DEFAULT_DEVICE "v100-16g"

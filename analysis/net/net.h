@@ -12,8 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "device.h"
-#include "util.h"
+#include "../base/device.h"
+#include "../base/util.h"
 
 enum mp_tensor_kind {
 	MP_TK_INPUT,        /* produced by a data layer, or resident at start */

@@ -1,0 +1,471 @@
+/*
+ * Lowering layers to ops (memplan-net(5), the lowering table): what each
+ * layer type's backward reads, the checks that an in-place layer destroys
+ * nothing a reader needs, Kahn's order over the layers (a cycle is an
+ * error), then forward, backward and optimizer ops with the tensors they
+ * read and write: outputs, masks, statistics, workspace, gradients,
+ * parameter gradients and optimizer state, and under "grads": "keep" the op
+ * that adds new parameter gradients into the kept ones.
+ * O(layers + parameters + inputs).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loader.h"
+
+/* The lowering table of memplan-net(5). */
+unsigned default_saves(enum mp_layer_type t, int pool_max)
+{
+	switch (t) {
+	case MP_L_CONV: case MP_L_FC: return SAVE_INPUT | SAVE_PARAMS;
+	case MP_L_RELU: case MP_L_SIGMOID: case MP_L_TANH: case MP_L_ELU:
+	case MP_L_SOFTMAX: return SAVE_OUTPUT;
+	case MP_L_GELU: case MP_L_SILU: case MP_L_LOSS: case MP_L_EMBEDDING:
+		return SAVE_INPUT;
+	case MP_L_POOL: return pool_max ? SAVE_INPUT | SAVE_OUTPUT : 0;
+	case MP_L_LRN: return SAVE_INPUT | SAVE_OUTPUT;
+	case MP_L_BN: case MP_L_LAYERNORM: return SAVE_INPUT | SAVE_STATS | SAVE_PARAMS;
+	case MP_L_DROPOUT: return SAVE_MASK;
+	case MP_L_ATTENTION: return SAVE_INPUT | SAVE_OUTPUT | SAVE_STATS | SAVE_PARAMS;
+	case MP_L_CUSTOM: return SAVE_INPUT | SAVE_OUTPUT | SAVE_PARAMS;
+	default: return 0;
+	}
+}
+
+static int lspec_algo_ws(const struct lspec *s)
+{
+	for (uint32_t k = 0; k < s->n_algos; k++)
+		if (s->algos[k].ws)
+			return 1;
+	return 0;
+}
+
+/* In-place output aliases the input tensor: check no reader can see the
+ * overwrite (memplan-net(5), "in place"). */
+static int check_inplace(struct loader *L, uint32_t idx)
+{
+	struct lspec *s = &L->ls[idx];
+	char path[64];
+
+	if (s->type == MP_L_RESHAPE) {
+		if (s->n_inputs != 1) {
+			mp_error_set(L->err, "layers[%u].inputs: a reshape layer has exactly one input", idx);
+			return -1;
+		}
+		if (s->out_bytes != L->ls[s->inputs[0]].out_bytes) {
+			mp_error_set(L->err, "layers[%u].shape: a reshape keeps its input's size: '%s' is %llu bytes, its input '%s' is %llu bytes",
+				     idx, s->name, (unsigned long long)s->out_bytes, L->ls[s->inputs[0]].name,
+				     (unsigned long long)L->ls[s->inputs[0]].out_bytes);
+			return -1;
+		}
+		return 0; /* a view writes nothing */
+	}
+	snprintf(path, sizeof(path), "layers[%u].inplace", idx);
+	if (s->n_inputs != 1) {
+		mp_error_set(L->err, "%s: an in-place layer has exactly one input", path);
+		return -1;
+	}
+	if (s->out_bytes != L->ls[s->inputs[0]].out_bytes) {
+		mp_error_set(L->err, "%s: output of '%s' (%llu bytes) differs from its input '%s' (%llu bytes)",
+			     path, s->name, (unsigned long long)s->out_bytes,
+			     L->ls[s->inputs[0]].name, (unsigned long long)L->ls[s->inputs[0]].out_bytes);
+		return -1;
+	}
+	if (s->needs_grad && (s->saves & SAVE_INPUT)) {
+		mp_error_set(L->err, "%s: '%s' saves its input for backward, which updating it in place destroys", path, s->name);
+		return -1;
+	}
+	/* walk back the chain of layers sharing this buffer */
+	for (int32_t cur = s->inputs[0];;) {
+		struct lspec *c = &L->ls[cur];
+
+		if (c->n_consumers > 1) {
+			mp_error_set(L->err, "%s: '%s' overwrites the output of '%s', which %u layers read",
+				     path, s->name, c->name, c->n_consumers);
+			return -1;
+		}
+		if (c->needs_grad && ((c->saves & SAVE_OUTPUT) ||
+				      (c->inplace && c->type != MP_L_RESHAPE && (c->saves & SAVE_INPUT)))) {
+			mp_error_set(L->err, "%s: '%s' overwrites the output of '%s', which its backward reads",
+				     path, s->name, c->name);
+			return -1;
+		}
+		if (!c->inplace)
+			break;
+		cur = c->inputs[0];
+	}
+	return 0;
+}
+
+/* Kahn's order over layers; a cycle is reported with a layer on it. */
+int order_layers(struct loader *L, uint32_t n, int32_t *order)
+{
+	uint32_t *indeg = mp_xcalloc(n, sizeof(*indeg)), head = 0, tail = 0;
+	uint32_t *cstart = mp_xcalloc(n + 1, sizeof(*cstart)), *cons;
+	int rc = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t k = 0; k < L->ls[i].n_inputs; k++)
+			cstart[L->ls[i].inputs[k] + 1]++;
+	for (uint32_t i = 0; i < n; i++)
+		cstart[i + 1] += cstart[i];
+	cons = mp_xmalloc((cstart[n] + 1) * sizeof(*cons));
+	{
+		uint32_t *fill = mp_xcalloc(n, sizeof(*fill));
+
+		for (uint32_t i = 0; i < n; i++)
+			for (uint32_t k = 0; k < L->ls[i].n_inputs; k++) {
+				uint32_t src = (uint32_t)L->ls[i].inputs[k];
+
+				cons[cstart[src] + fill[src]++] = i;
+			}
+		free(fill);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		indeg[i] = L->ls[i].n_inputs;
+		if (!indeg[i])
+			order[tail++] = (int32_t)i;
+	}
+	while (head < tail) {
+		uint32_t u = (uint32_t)order[head++];
+
+		for (uint32_t k = cstart[u]; k < cstart[u + 1]; k++)
+			if (--indeg[cons[k]] == 0)
+				order[tail++] = (int32_t)cons[k];
+	}
+	if (tail < n) {
+		/* every unordered layer has an unordered input: walk inputs until a repeat */
+		uint32_t start = 0;
+		uint8_t *seen = mp_xcalloc(n, 1);
+
+		while (indeg[start] == 0)
+			start++;
+		while (!seen[start]) {
+			seen[start] = 1;
+			for (uint32_t k = 0; k < L->ls[start].n_inputs; k++)
+				if (indeg[L->ls[start].inputs[k]]) {
+					start = (uint32_t)L->ls[start].inputs[k];
+					break;
+				}
+		}
+		/* start is on the cycle; name it and the input that closes it */
+		for (uint32_t k = 0; k < L->ls[start].n_inputs; k++)
+			if (indeg[L->ls[start].inputs[k]]) {
+				mp_error_set(L->err, "layers[%u].inputs[%u]: cycle: '%s' depends on itself through '%s'",
+					     start, k, L->ls[start].name, L->ls[L->ls[start].inputs[k]].name);
+				break;
+			}
+		free(seen);
+		rc = -1;
+	}
+	free(indeg);
+	free(cstart);
+	free(cons);
+	return rc;
+}
+
+/* "grads": "keep": layer idx's op L.accumulate adds the backward's new
+ * gradients into the kept .grad tensors, in place (AccumulateGrad with a
+ * .grad that exists).  Its time is not modelled (0 ms): an elementwise add of
+ * the parameters' size. */
+static int accumulate_grads(struct loader *L, uint32_t idx, uint32_t np,
+			    const int32_t *fresh, int32_t *grad)
+{
+	struct mp_net *net = L->net;
+	struct mp_op *op;
+	int32_t id;
+	int32_t *in = arena_array(net, 2 * np, sizeof(int32_t));
+
+	op = add_op(L, fmt_name(net, L->ls[idx].name, ".accumulate"), MP_PHASE_BWD, MP_L_CUSTOM, (int32_t)idx, &id);
+	if (!op)
+		return -1;
+	op->fwd = net->layers[idx].fwd_op;
+	op->batch = 1;
+	memcpy(in, fresh, np * sizeof(int32_t));
+	memcpy(in + np, grad, np * sizeof(int32_t));
+	op->in = in;
+	op->n_in = 2 * np;
+	op->out = grad;
+	op->n_out = np;
+	return 0;
+}
+
+int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
+{
+	struct mp_net *net = L->net;
+	unsigned n_states = net->optimizer == MP_OPT_ADAM ? 2 : net->optimizer == MP_OPT_MOMENTUM ? 1 : 0;
+	int32_t *dout = mp_xmalloc(n * sizeof(*dout)); /* gradient of each layer's output */
+	struct idlist in = { 0 }, out = { 0 };
+	int rc = -1;
+
+	/* the net's batch: the first data layer's; layers with a shape whose
+	 * first dimension is that batch hold per-sample tensors */
+	for (uint32_t k = 0; k < n && !net->batch; k++)
+		if (L->ls[k].type == MP_L_DATA && L->ls[k].has_shape)
+			net->batch = L->ls[k].batch;
+	for (uint32_t k = 0; k < n; k++)
+		L->ls[k].per_sample = net->batch && L->ls[k].has_shape && L->ls[k].batch == net->batch;
+	/* needs_grad in topological order: params, or an input that needs it */
+	for (uint32_t k = 0; k < n; k++) {
+		struct lspec *s = &L->ls[order[k]];
+
+		s->needs_grad = s->type != MP_L_DATA && s->n_params > 0;
+		for (uint32_t i = 0; i < s->n_inputs; i++)
+			if (L->ls[s->inputs[i]].needs_grad)
+				s->needs_grad = true;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (L->ls[i].inplace && check_inplace(L, i) < 0)
+			goto out;
+
+	net->n_layers = n;
+	for (uint32_t i = 0; i < n; i++) {
+		struct lspec *s = &L->ls[i];
+		struct mp_layer *ly = &net->layers[i];
+		const char *nm = s->name;
+		int32_t *pid = arena_array(net, s->n_params, sizeof(int32_t));
+		int32_t mask = -1, stats = -1, op_id;
+		struct mp_op *op;
+		char path[64];
+
+		snprintf(path, sizeof(path), "layers[%u]", i);
+		ly->name = nm;
+		ly->type = s->type;
+		ly->n_inputs = s->n_inputs;
+		ly->inputs = s->inputs;
+		ly->inplace = s->inplace;
+		ly->fwd_op = ly->bwd_op = ly->upd_op = -1;
+		ly->pool_mode = s->type == MP_L_POOL && !s->pool_max;
+		ly->dtype = s->dtype;
+		ly->n_params = s->n_params; /* shape, params and geom: parse_layer and layer_geometry */
+		ly->dout = ly->mask = ly->stats = -1;
+		dout[i] = -1;
+		if (s->inplace) {
+			ly->out = net->layers[s->inputs[0]].out;
+		} else {
+			ly->out = add_tensor(L, fmt_name(net, nm, ".out"), s->out_bytes,
+					     s->type == MP_L_DATA ? MP_TK_INPUT : MP_TK_ACTIVATION, (int32_t)i);
+			if (ly->out < 0)
+				goto dup_tensor;
+			net->tensors[ly->out].per_sample = s->per_sample;
+		}
+		for (uint32_t k = 0; k < s->n_params; k++) {
+			char suf[32];
+
+			snprintf(suf, sizeof(suf), ".param%u", k);
+			pid[k] = add_tensor(L, fmt_name(net, nm, suf), s->param_bytes[k], MP_TK_PARAM, (int32_t)i);
+			if (pid[k] < 0)
+				goto dup_tensor;
+		}
+		if (s->needs_grad && (s->saves & SAVE_MASK)) {
+			uint64_t mb = s->elems; /* one byte per element */
+
+			mask = add_tensor(L, fmt_name(net, nm, ".mask"), mb ? mb : 1, MP_TK_ACTIVATION, (int32_t)i);
+			if (mask < 0)
+				goto dup_tensor;
+			net->tensors[mask].per_sample = s->per_sample;
+		}
+		if (s->needs_grad && (s->saves & SAVE_STATS)) {
+			stats = add_tensor(L, fmt_name(net, nm, ".stats"), s->stats_bytes, MP_TK_ACTIVATION, (int32_t)i);
+			if (stats < 0)
+				goto dup_tensor;
+			net->tensors[stats].per_sample = s->per_sample && s->type != MP_L_BN;
+		}
+		ly->mask = mask;
+		ly->stats = stats;
+		/* forward op */
+		op = add_op(L, fmt_name(net, nm, ".fwd"), MP_PHASE_FWD, s->type, (int32_t)i, &op_id);
+		if (!op)
+			goto dup_op;
+		ly->fwd_op = op_id;
+		op->ms = s->ms[0] >= 0 ? s->ms[0] : 0;
+		op->recomputable = s->type != MP_L_DATA;
+		for (uint32_t k = 0; k < s->n_inputs; k++)
+			idl_add(&in, net->layers[s->inputs[k]].out);
+		for (uint32_t k = 0; k < s->n_params; k++)
+			idl_add(&in, pid[k]);
+		idl_add(&out, ly->out);
+		if (mask >= 0)
+			idl_add(&out, mask);
+		if (stats >= 0)
+			idl_add(&out, stats);
+		op->in = idl_commit(net, &in, &op->n_in);
+		op->out = idl_commit(net, &out, &op->n_out);
+		op->batch = s->batch;
+		if (s->ws_bytes || lspec_algo_ws(s)) {
+			op->ws = add_tensor(L, fmt_name(net, nm, ".fwd.ws"), s->ws_bytes, MP_TK_WORKSPACE, (int32_t)i);
+			if (op->ws < 0)
+				goto dup_tensor;
+			net->tensors[op->ws].per_sample = s->per_sample;
+		}
+		for (uint32_t k = 0; k < s->n_algos; k++)
+			if (s->algos[k].ms[0] >= 0)
+				op->n_algos++;
+		op->algos = arena_array(net, op->n_algos, sizeof(*op->algos));
+		op->n_algos = 0;
+		for (uint32_t k = 0; k < s->n_algos; k++)
+			if (s->algos[k].ms[0] >= 0)
+				op->algos[op->n_algos++] = (struct mp_algo){ s->algos[k].name, s->algos[k].ws, s->algos[k].ms[0], s->algos[k].batch };
+		if (!s->timed && s->type != MP_L_DATA && s->type != MP_L_RESHAPE)
+			net->n_untimed++;
+
+		if (!s->needs_grad)
+			continue;
+		/* gradient of this layer's output, unless it ends the forward pass */
+		if (s->n_consumers > 0) {
+			dout[i] = add_tensor(L, fmt_name(net, nm, ".dout"), s->out_bytes, MP_TK_GRADIENT, (int32_t)i);
+			if (dout[i] < 0)
+				goto dup_tensor;
+			net->tensors[dout[i]].per_sample = s->per_sample;
+			ly->dout = dout[i];
+		}
+	}
+	/* backward and optimizer ops, after all gradients exist */
+	for (uint32_t i = 0; i < n; i++) {
+		struct lspec *s = &L->ls[i];
+		struct mp_layer *ly = &net->layers[i];
+		const struct mp_op *fop = &net->ops[ly->fwd_op];
+		const char *nm = s->name;
+		struct mp_op *op;
+		int32_t op_id, first_param = -1;
+		uint32_t np = 0;
+
+		if (!s->needs_grad)
+			continue;
+		for (uint32_t k = 0; k < fop->n_in; k++)
+			if (net->tensors[fop->in[k]].kind == MP_TK_PARAM) {
+				if (first_param < 0)
+					first_param = (int32_t)k;
+				np++;
+			}
+		op = add_op(L, fmt_name(net, nm, ".bwd"), MP_PHASE_BWD, s->type, (int32_t)i, &op_id);
+		if (!op)
+			goto dup_op;
+		fop = &net->ops[ly->fwd_op]; /* add_op may move the array */
+		ly->bwd_op = op_id;
+		op->fwd = ly->fwd_op;
+		op->ms = s->ms[1] >= 0 ? s->ms[1] : 0;
+		if (s->saves & SAVE_INPUT)
+			for (uint32_t k = 0; k < s->n_inputs; k++)
+				idl_add(&in, net->layers[s->inputs[k]].out);
+		if (s->saves & SAVE_OUTPUT)
+			idl_add(&in, ly->out);
+		if (s->saves & SAVE_PARAMS) {
+			/* weights: conv and fc read the first parameter, others all */
+			for (uint32_t k = 0; k < fop->n_in; k++)
+				if (net->tensors[fop->in[k]].kind == MP_TK_PARAM &&
+				    (!(s->type == MP_L_CONV || s->type == MP_L_FC) || (int32_t)k == first_param))
+					idl_add(&in, fop->in[k]);
+		}
+		for (uint32_t k = 1; k < fop->n_out; k++) /* mask, stats */
+			idl_add(&in, fop->out[k]);
+		if (dout[i] >= 0)
+			idl_add(&in, dout[i]);
+		for (uint32_t k = 0; k < s->n_inputs; k++) {
+			int32_t src = s->inputs[k];
+
+			if (L->ls[src].needs_grad && dout[src] >= 0) {
+				/* an in-place layer's input gradient is its own dout's buffer
+				 * in frameworks; memplan keeps them separate (conservative) */
+				idl_add(&out, dout[src]);
+				if (net->tensors[dout[src]].producer < 0)
+					net->tensors[dout[src]].producer = op_id;
+			}
+		}
+		{
+			int32_t *pg = arena_array(net, np, sizeof(int32_t));
+			int32_t *fresh = net->grads_keep ? arena_array(net, np, sizeof(int32_t)) : NULL;
+			uint32_t j = 0;
+
+			for (uint32_t k = 0; k < fop->n_in; k++) {
+				const struct mp_tensor *pt = &net->tensors[fop->in[k]];
+				const char *pname = pt->name;
+				uint64_t pbytes = pt->bytes;
+
+				if (pt->kind != MP_TK_PARAM)
+					continue;
+				pg[j] = add_tensor(L, fmt_name(net, pname, ".grad"), pbytes, MP_TK_PARAM_GRAD, (int32_t)i);
+				if (pg[j] < 0)
+					goto dup_tensor;
+				if (fresh) {
+					/* keep: .grad stays; the backward makes a new one
+					 * that accumulate_grads adds into it */
+					fresh[j] = add_tensor(L, fmt_name(net, pname, ".grad.new"), pbytes, MP_TK_GRADIENT, (int32_t)i);
+					if (fresh[j] < 0)
+						goto dup_tensor;
+					net->tensors[fresh[j]].producer = op_id;
+					idl_add(&out, fresh[j]);
+				} else {
+					net->tensors[pg[j]].producer = op_id;
+					idl_add(&out, pg[j]);
+				}
+				j++;
+			}
+			op = &net->ops[op_id];
+			op->in = idl_commit(net, &in, &op->n_in);
+			op->out = idl_commit(net, &out, &op->n_out);
+			op->batch = s->batch;
+			if (s->ws_bytes || lspec_algo_ws(s)) {
+				op->ws = add_tensor(L, fmt_name(net, nm, ".bwd.ws"), s->ws_bytes, MP_TK_WORKSPACE, (int32_t)i);
+				if (op->ws < 0)
+					goto dup_tensor;
+				net->tensors[op->ws].per_sample = s->per_sample;
+			}
+			for (uint32_t k = 0; k < s->n_algos; k++)
+				if (s->algos[k].ms[1] >= 0)
+					op->n_algos++;
+			op->algos = arena_array(net, op->n_algos, sizeof(*op->algos));
+			op->n_algos = 0;
+			for (uint32_t k = 0; k < s->n_algos; k++)
+				if (s->algos[k].ms[1] >= 0)
+					op->algos[op->n_algos++] = (struct mp_algo){ s->algos[k].name, s->algos[k].ws, s->algos[k].ms[1], s->algos[k].batch };
+			if (fresh && np && accumulate_grads(L, i, np, fresh, pg) < 0)
+				goto dup_op;
+
+			if (net->optimizer == MP_OPT_NONE || np == 0)
+				continue;
+			/* optimizer update: reads grads and state, writes params and state */
+			struct mp_op *u = add_op(L, fmt_name(net, nm, ".update"), MP_PHASE_OPT, s->type, (int32_t)i, &op_id);
+			if (!u)
+				goto dup_op;
+			ly->upd_op = op_id;
+			u->ms = s->ms[2] >= 0 ? s->ms[2] : 0;
+			u->batch = 1;
+			fop = &net->ops[ly->fwd_op];
+			j = 0;
+			for (uint32_t k = 0; k < fop->n_in; k++) {
+				int32_t pt = fop->in[k];
+
+				if (net->tensors[pt].kind != MP_TK_PARAM)
+					continue;
+				idl_add(&in, pt);
+				idl_add(&in, pg[j++]);
+				idl_add(&out, pt);
+				for (unsigned st = 0; st < n_states; st++) {
+					int32_t sid = add_tensor(L, fmt_name(net, net->tensors[pt].name, st ? ".v" : ".m"),
+								 net->tensors[pt].bytes, MP_TK_OPT_STATE, (int32_t)i);
+					if (sid < 0)
+						goto dup_tensor;
+					idl_add(&in, sid);
+					idl_add(&out, sid);
+				}
+			}
+			u = &net->ops[op_id];
+			u->in = idl_commit(net, &in, &u->n_in);
+			u->out = idl_commit(net, &out, &u->n_out);
+		}
+	}
+	rc = 0;
+	goto out;
+dup_tensor:
+	mp_error_set(L->err, "a generated tensor name collides with another tensor; rename the layer");
+	goto out;
+dup_op:
+	mp_error_set(L->err, "a generated op name collides with another op; rename the layer");
+out:
+	idl_release(&in);
+	idl_release(&out);
+	free(dout);
+	return rc;
+}

@@ -1,0 +1,356 @@
+/*
+ * Model zoo (memplan-gen(1)): the table of models, each with its line in the
+ * listing, its defaults and its build function, and zoo_generate, which
+ * resolves a name or an alias, checks and completes the options, has the
+ * model's build function write the layers and adds the net's top-level keys.
+ * The build functions are by family in cnn.c, transformer.c and rnn.c, over
+ * the layer vocabulary of layers.c (build.h).  O(models + aliases), then
+ * the build function's O(layers).
+ */
+#include "zoo.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../net/net.h"
+#include "build.h"
+
+/* A model: its line in memplan-gen(1), its defaults (0 for the options it
+ * does not take; heads: hidden / 64, or 1 when hidden is not a multiple of
+ * 64) and its build function. */
+struct zoo_entry {
+	struct zoo_model model;
+	uint32_t batch;
+	uint32_t image;              /* height and width */
+	uint32_t depth, hidden, seq;
+	enum mp_optimizer optimizer;
+	zoo_build_fn *build;
+};
+
+/* In the order memplan-gen(1) lists them.  A new model is a row here and its
+ * build function in its family's file. */
+static const struct zoo_entry models[] = {
+	{ .model = { "alexnet", "AlexNet (torchvision), batch 128, 224x224", ZOO_OPT_IMAGE },
+	  .batch = 128, .image = 224, .optimizer = MP_OPT_MOMENTUM, .build = zoo_build_alexnet },
+	{ .model = { "vgg16", "VGG-16 (torchvision, configuration D), batch 64, 224x224", ZOO_OPT_IMAGE },
+	  .batch = 64, .image = 224, .optimizer = MP_OPT_MOMENTUM, .build = zoo_build_vgg16 },
+	{ .model = { "vgg19", "VGG-19 (torchvision, configuration E), batch 64, 224x224", ZOO_OPT_IMAGE },
+	  .batch = 64, .image = 224, .optimizer = MP_OPT_MOMENTUM, .build = zoo_build_vgg19 },
+	{ .model = { "resnet", "ResNet, depth 18/34/50/101/152 or 3*(6+32+n3+6)+2 (SuperNeurons), default 50, batch 32, 224x224",
+		     ZOO_OPT_DEPTH | ZOO_OPT_IMAGE },
+	  .batch = 32, .image = 224, .depth = 50, .optimizer = MP_OPT_MOMENTUM, .build = zoo_build_resnet },
+	{ .model = { "inception-v4", "Inception-v4 (Szegedy et al. 2016), batch 32, 299x299", ZOO_OPT_IMAGE },
+	  .batch = 32, .image = 299, .optimizer = MP_OPT_MOMENTUM, .build = zoo_build_inception_v4 },
+	{ .model = { "densenet-121", "DenseNet-121 (torchvision), batch 32, 224x224", ZOO_OPT_IMAGE },
+	  .batch = 32, .image = 224, .optimizer = MP_OPT_MOMENTUM, .build = zoo_build_densenet121 },
+	{ .model = { "unet", "U-Net (Ronneberger et al. 2015), batch 1, 572x572, 1 channel in, 2 classes", ZOO_OPT_IMAGE },
+	  .batch = 1, .image = 572, .optimizer = MP_OPT_MOMENTUM, .build = zoo_build_unet },
+	{ .model = { "mobilenet-v2", "MobileNet-V2 (torchvision), batch 64, 224x224", ZOO_OPT_IMAGE },
+	  .batch = 64, .image = 224, .optimizer = MP_OPT_MOMENTUM, .build = zoo_build_mobilenet_v2 },
+	{ .model = { "gpt2", "GPT-2 decoder, 12 layers, 768 hidden, 12 heads, seq 1024, batch 8",
+		     ZOO_OPT_DEPTH | ZOO_OPT_SEQ | ZOO_OPT_HIDDEN | ZOO_OPT_HEADS },
+	  .batch = 8, .depth = 12, .hidden = 768, .seq = 1024, .optimizer = MP_OPT_ADAM,
+	  .build = zoo_build_gpt2 },
+	{ .model = { "bert", "BERT encoder with pre-training heads, 12 layers, 768 hidden, 12 heads, seq 128, batch 32",
+		     ZOO_OPT_DEPTH | ZOO_OPT_SEQ | ZOO_OPT_HIDDEN | ZOO_OPT_HEADS },
+	  .batch = 32, .depth = 12, .hidden = 768, .seq = 128, .optimizer = MP_OPT_ADAM,
+	  .build = zoo_build_bert },
+	{ .model = { "seq2seq", "LSTM seq2seq with additive attention (TF-NMT), 2 layers, 512 hidden, seq 50, batch 128",
+		     ZOO_OPT_DEPTH | ZOO_OPT_SEQ | ZOO_OPT_HIDDEN },
+	  .batch = 128, .depth = 2, .hidden = 512, .seq = 50, .optimizer = MP_OPT_SGD,
+	  .build = zoo_build_seq2seq },
+};
+
+static const struct {
+	const char *alias, *model;
+	uint32_t depth, hidden, heads;
+} aliases[] = {
+	{ "vgg-16", "vgg16", 0, 0, 0 }, { "vgg-19", "vgg19", 0, 0, 0 },
+	{ "inception_v4", "inception-v4", 0, 0, 0 }, { "inceptionv4", "inception-v4", 0, 0, 0 },
+	{ "densenet121", "densenet-121", 0, 0, 0 }, { "densenet", "densenet-121", 0, 0, 0 },
+	{ "mobilenet_v2", "mobilenet-v2", 0, 0, 0 }, { "mobilenetv2", "mobilenet-v2", 0, 0, 0 },
+	{ "u-net", "unet", 0, 0, 0 },
+	{ "gpt2-small", "gpt2", 12, 768, 12 }, { "gpt2-medium", "gpt2", 24, 1024, 16 },
+	{ "gpt2-large", "gpt2", 36, 1280, 20 }, { "gpt2-xl", "gpt2", 48, 1600, 25 },
+	{ "bert-base", "bert", 12, 768, 12 }, { "bert-large", "bert", 24, 1024, 16 },
+	{ "lstm-seq2seq", "seq2seq", 0, 0, 0 },
+};
+
+unsigned zoo_model_count(void)
+{
+	return sizeof(models) / sizeof(models[0]);
+}
+
+const struct zoo_model *zoo_model_at(unsigned i)
+{
+	return i < zoo_model_count() ? &models[i].model : NULL;
+}
+
+/* The row of the model named name (any case), -1 if none. */
+static int model_index(const char *name)
+{
+	for (unsigned i = 0; i < zoo_model_count(); i++)
+		if (!strcasecmp(name, models[i].model.name))
+			return (int)i;
+	return -1;
+}
+
+/* Row of a model name or alias, and the options an alias fixes (through *o
+ * when not NULL); -1 if none. */
+static int find_model(const char *name, unsigned *preset, struct zoo_opts *o)
+{
+	unsigned p = 0;
+	int m = model_index(name);
+
+	if (m >= 0) {
+		if (preset)
+			*preset = 0;
+		return m;
+	}
+	for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
+		if (!strcasecmp(name, aliases[i].alias)) {
+			if (aliases[i].depth)
+				p |= ZOO_OPT_DEPTH;
+			if (aliases[i].hidden)
+				p |= ZOO_OPT_HIDDEN | ZOO_OPT_HEADS;
+			if (o) {
+				if (aliases[i].depth)
+					o->depth = aliases[i].depth;
+				if (aliases[i].hidden) {
+					o->hidden = aliases[i].hidden;
+					o->heads = aliases[i].heads;
+				}
+			}
+			if (preset)
+				*preset = p;
+			m = model_index(aliases[i].model);
+			MP_ASSERT(m >= 0);
+			return m;
+		}
+	/* resnetN, resnet-N */
+	if (!strncasecmp(name, "resnet", 6)) {
+		const char *d = name + 6 + (name[6] == '-');
+		char *end;
+		unsigned long v;
+
+		if (*d < '1' || *d > '9')
+			return -1;
+		v = strtoul(d, &end, 10);
+		if (*end || v > 50000)
+			return -1;
+		if (o)
+			o->depth = (uint32_t)v;
+		if (preset)
+			*preset = ZOO_OPT_DEPTH;
+		return model_index("resnet");
+	}
+	return -1;
+}
+
+
+const struct zoo_model *zoo_model_find(const char *name, unsigned *preset)
+{
+	int m = find_model(name, preset, NULL);
+
+	return m < 0 ? NULL : &models[m].model;
+}
+
+void zoo_opts_init(struct zoo_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->dtype = -1;
+	o->optimizer = -1;
+}
+
+int check_range(const char *model, const char *what, uint32_t v, uint32_t lo, uint32_t hi,
+		struct mp_error *err)
+{
+	if (v >= lo && v <= hi)
+		return 0;
+	mp_error_set(err, "%s: %s %u is out of range (%u to %u)", model, what, v, lo, hi);
+	return -1;
+}
+
+static const char *const opt_names[] = { "depth", "image", "seq", "hidden", "heads" };
+
+/* Refuse what the caller gave (given) that the model does not take or that
+ * the alias it was named by fixes (preset). */
+static int check_given(const char *model, const struct zoo_model *zm, const struct zoo_opts *given,
+		       unsigned preset, struct mp_error *err)
+{
+	unsigned passed = 0;
+
+	passed |= given->depth ? ZOO_OPT_DEPTH : 0;
+	passed |= given->image_h || given->image_w ? ZOO_OPT_IMAGE : 0;
+	passed |= given->seq ? ZOO_OPT_SEQ : 0;
+	passed |= given->hidden ? ZOO_OPT_HIDDEN : 0;
+	passed |= given->heads ? ZOO_OPT_HEADS : 0;
+	for (unsigned i = 0; i < 5; i++) {
+		unsigned bit = 1u << i;
+
+		if ((passed & bit) && !(zm->options & bit)) {
+			mp_error_set(err, "%s takes no %s option", zm->name, opt_names[i]);
+			return -1;
+		}
+		if ((passed & bit) && (preset & bit)) {
+			mp_error_set(err, "'%s' fixes the %s; use '%s' to choose it", model, opt_names[i], zm->name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The model's defaults for what o leaves unset, and the ranges every model
+ * shares (batch, image); the model's own are its build function's. */
+static int complete_opts(const struct zoo_entry *e, struct zoo_opts *o, struct mp_error *err)
+{
+	const struct zoo_model *zm = &e->model;
+
+	if (o->optimizer < 0)
+		o->optimizer = (int)e->optimizer;
+	if (!o->batch)
+		o->batch = e->batch;
+	if (check_range(zm->name, "batch", o->batch, 1, 65536, err) < 0)
+		return -1;
+	if (zm->options & ZOO_OPT_IMAGE) {
+		if (!o->image_h)
+			o->image_h = e->image;
+		if (!o->image_w)
+			o->image_w = o->image_h;
+		if (check_range(zm->name, "image height", o->image_h, 1, 16384, err) < 0 ||
+		    check_range(zm->name, "image width", o->image_w, 1, 16384, err) < 0)
+			return -1;
+	}
+	if (!o->depth)
+		o->depth = e->depth;
+	if (!o->hidden)
+		o->hidden = e->hidden;
+	if (!o->seq)
+		o->seq = e->seq;
+	if ((zm->options & ZOO_OPT_HEADS) && !o->heads)
+		o->heads = o->hidden % 64 == 0 ? o->hidden / 64 : 1;
+	return 0;
+}
+
+/* A device outside the catalog, written out as memplan-net(5) reads it. */
+static json_t *device_json(const struct mp_device *dev)
+{
+	json_t *d = json_object(), *tf = json_object();
+
+	json_object_set_new(d, "name", json_string(dev->name));
+	json_object_set_new(d, "memory", json_integer((json_int_t)dev->memory_bytes));
+	json_object_set_new(d, "h2d_gbps", json_real(dev->h2d_gbps));
+	json_object_set_new(d, "d2h_gbps", json_real(dev->d2h_gbps));
+	json_object_set_new(d, "latency_us", json_real(dev->latency_us));
+	json_object_set_new(d, "mem_gbps", json_real(dev->mem_gbps));
+	for (int k = 0; k < MP_DT__COUNT; k++)
+		if (dev->tflops[k] > 0)
+			json_object_set_new(tf, mp_dtype_name((enum mp_dtype)k), json_real(dev->tflops[k]));
+	json_object_set_new(d, "tflops", tf);
+	return d;
+}
+
+json_t *zoo_generate(const char *model, const struct zoo_opts *opts, struct mp_error *err)
+{
+	struct zoo_opts o = *opts;
+	struct zb b = { 0 };
+	const struct mp_device *dev = o.device;
+	const struct zoo_entry *e;
+	const struct zoo_model *zm;
+	int m;
+	unsigned preset = 0;
+	json_t *root, *gen;
+	char note[160] = "";
+	bool catalog;
+
+	m = find_model(model, &preset, &o);
+	if (m < 0) {
+		mp_error_set(err, "unknown model '%s' (see 'memplan gen --help')", model);
+		return NULL;
+	}
+	e = &models[m];
+	zm = &e->model;
+	if (check_given(model, zm, opts, preset, err) < 0)
+		return NULL;
+	if (!dev && !(dev = device_find(ZOO_DEFAULT_DEVICE))) {
+		mp_error_set(err, "internal error: default device '%s' is not in the catalog", ZOO_DEFAULT_DEVICE);
+		return NULL;
+	}
+	b.dt = o.dtype < 0 ? MP_DT_FLOAT32 : (enum mp_dtype)o.dtype;
+	if (b.dt != MP_DT_FLOAT32 && b.dt != MP_DT_FLOAT16 && b.dt != MP_DT_BFLOAT16) {
+		mp_error_set(err, "dtype '%s' is not float32, float16 or bfloat16", mp_dtype_name(b.dt));
+		return NULL;
+	}
+	b.esz = mp_dtype_bytes(b.dt);
+	b.tflops_f32 = dev->tflops[MP_DT_FLOAT32];
+	b.tflops = dev->tflops[b.dt];
+	b.mem_gbps = dev->mem_gbps;
+	if (b.tflops_f32 <= 0 || b.mem_gbps <= 0) {
+		mp_error_set(err, "device '%s' gives no float32 throughput (tflops) or memory bandwidth (mem_gbps); the roofline estimate needs both", dev->name);
+		return NULL;
+	}
+	if (b.tflops <= 0) {
+		snprintf(note, sizeof(note), " %s lists no %s throughput: its float32 peak is used.",
+			 dev->name, mp_dtype_name(b.dt));
+		b.tflops = b.tflops_f32;
+	}
+	if (complete_opts(e, &o, err) < 0)
+		return NULL;
+	b.upd_passes = o.optimizer == MP_OPT_ADAM ? 7 : o.optimizer == MP_OPT_MOMENTUM ? 5 :
+		       o.optimizer == MP_OPT_SGD ? 3 : 0;
+	b.err = err;
+	b.model = zm->name;
+	b.layers = json_array();
+	b.gen = gen = json_object();
+	json_object_set_new(gen, "model", json_string(zm->name));
+	json_object_set_new(gen, "batch", json_integer(o.batch));
+	if (zm->options & ZOO_OPT_IMAGE) {
+		json_t *im = json_array();
+
+		json_array_append_new(im, json_integer(o.image_h));
+		json_array_append_new(im, json_integer(o.image_w));
+		json_object_set_new(gen, "image", im);
+	}
+	if (e->build(&b, &o) < 0 || b.failed) {
+		json_decref(b.layers);
+		json_decref(gen);
+		if (b.failed)
+			mp_error_prefix(err, "%s: ", zm->name);
+		return NULL;
+	}
+	catalog = device_find(dev->name) && device_find(dev->name)->source == dev->source;
+	{
+		size_t k = strlen(b.desc);
+
+		snprintf(b.desc + k, sizeof(b.desc) - k,
+			 " Times are roofline estimates for %s (max of FLOPs over the %s peak and bytes over memory bandwidth; backward 2x forward), not measurements; conv algorithm alternatives and their workspaces are estimates too.%s Generated by memplan gen.",
+			 dev->name, mp_dtype_name(b.dt), note);
+	}
+	root = json_object();
+	json_object_set_new(root, "format", json_string("memplan-net/1"));
+	json_object_set_new(root, "name", json_string(b.name));
+	json_object_set_new(root, "description", json_string(b.desc));
+	if (zm->options & ZOO_OPT_SEQ) {
+		json_object_set_new(gen, "layers", json_integer(o.depth));
+		json_object_set_new(gen, "hidden", json_integer(o.hidden));
+		if (zm->options & ZOO_OPT_HEADS)
+			json_object_set_new(gen, "heads", json_integer(o.heads));
+		json_object_set_new(gen, "seq", json_integer(o.seq));
+	}
+	json_object_set_new(gen, "device", json_string(dev->name));
+	json_object_set_new(root, "generator", gen);
+	json_object_set_new(root, "dtype", json_string(mp_dtype_name(b.dt)));
+	json_object_set_new(root, "optimizer", json_string(mp_optimizer_name((enum mp_optimizer)o.optimizer)));
+	json_object_set_new(root, "device", catalog ? json_string(dev->name) : device_json(dev));
+	{
+		char ts[96];
+
+		snprintf(ts, sizeof(ts), "roofline:%s", dev->name);
+		json_object_set_new(root, "time_source", json_string(ts));
+	}
+	json_object_set_new(root, "layers", b.layers);
+	return root;
+}

@@ -1,0 +1,31 @@
+/*
+ * arena: the static arena of a plan (memplan-plan(5) "arena"): one byte
+ * offset per allocation, assigned once over the simulated lifetimes and
+ * checked against them (arena.c).  Executors only apply the offsets.
+ */
+#ifndef MP_PLAN_ARENA_H
+#define MP_PLAN_ARENA_H
+
+#include "plan.h"
+
+/* Assign arena offsets to p's allocations: best fit, largest first, over the
+ * simulated lifetimes (TFLite/XLA greedy by size).  Fills offset, arena_bytes
+ * and max_live_bytes. */
+void plan_assign_arena(const struct mp_net *net, struct mp_plan *p);
+/* The same, stopping at the first placement order whose arena is at most
+ * enough bytes (a budget): cheaper when only fitting matters. */
+void plan_assign_arena_within(const struct mp_net *net, struct mp_plan *p, uint64_t enough);
+/* Which placement the arena uses: 0 by the schedule's size (the default),
+ * 1 the sorted scan, -1 the segment tree (for tests: both give the same
+ * offsets). */
+extern int plan_arena_placer;
+/* Offsets are multiples of this; arena_bytes is the highest end, unrounded. */
+#define PLAN_ARENA_ALIGN 256u
+/* Check p->offset against p->sched's simulated lifetimes: every allocation
+ * has an aligned offset, no two live at once share a byte, the highest ends
+ * at arena_bytes, and a persistent tensor swapped back in to stay is where
+ * the next iteration allocates it.  0, or -1 with *err naming the action
+ * ("schedule[12].offset: ...") or "arena.bytes". */
+int plan_check_arena(const struct mp_net *net, const struct mp_plan *p, struct mp_error *err);
+
+#endif
