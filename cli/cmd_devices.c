@@ -11,24 +11,6 @@
 #include "cli.h"
 #include "../analysis/zoo/zoo.h"
 
-static json_t *device_json(const struct mp_device *d)
-{
-	json_t *o = json_object(), *tf = json_object();
-
-	json_object_set_new(o, "name", json_string(d->name));
-	json_object_set_new(o, "memory_bytes", json_integer((json_int_t)d->memory_bytes));
-	json_object_set_new(o, "h2d_gbps", json_real(d->h2d_gbps));
-	json_object_set_new(o, "d2h_gbps", json_real(d->d2h_gbps));
-	json_object_set_new(o, "latency_us", json_real(d->latency_us));
-	for (int k = 0; k < MP_DT__COUNT; k++)
-		if (d->tflops[k] > 0)
-			json_object_set_new(tf, mp_dtype_name((enum mp_dtype)k), json_real(d->tflops[k]));
-	json_object_set_new(o, "tflops", tf);
-	json_object_set_new(o, "mem_gbps", d->mem_gbps > 0 ? json_real(d->mem_gbps) : json_null());
-	json_object_set_new(o, "source", json_string(d->source ? d->source : ""));
-	return o;
-}
-
 static void tf_cell(double v)
 {
 	if (v > 0)
@@ -81,7 +63,7 @@ int cmd_devices(int argc, char **argv)
 		json_t *root = json_object(), *arr = json_array();
 
 		for (unsigned i = 0; i < n; i++)
-			json_array_append_new(arr, device_json(&devs[i]));
+			json_array_append_new(arr, device_to_json(&devs[i]));
 		json_object_set_new(root, "devices", arr);
 		json_object_set_new(root, "gen_default", json_string(ZOO_DEFAULT_DEVICE));
 		out_json(stdout, root);

@@ -141,29 +141,6 @@ static uint32_t algo_batch(const struct mp_op *op, int32_t algo)
 
 /* --- writer --------------------------------------------------------------- */
 
-static json_t *device_json(const struct mp_device *d)
-{
-	json_t *o = json_object(), *tf = json_object();
-
-	json_object_set_new(o, "name", json_string(d->name));
-	json_object_set_new(o, "memory", json_integer((json_int_t)d->memory_bytes));
-	json_object_set_new(o, "h2d_gbps", json_real(d->h2d_gbps));
-	json_object_set_new(o, "d2h_gbps", json_real(d->d2h_gbps));
-	json_object_set_new(o, "latency_us", json_real(d->latency_us));
-	if (d->mem_gbps > 0)
-		json_object_set_new(o, "mem_gbps", json_real(d->mem_gbps));
-	for (int k = 0; k < MP_DT__COUNT; k++)
-		if (d->tflops[k] > 0)
-			json_object_set_new(tf, mp_dtype_name((enum mp_dtype)k), json_real(d->tflops[k]));
-	if (json_object_size(tf))
-		json_object_set_new(o, "tflops", tf);
-	else
-		json_decref(tf);
-	if (d->source)
-		json_object_set_new(o, "source", json_string(d->source));
-	return o;
-}
-
 static json_t *action_json(const struct mp_net *net, const struct mp_schedule *s,
 			   const uint64_t *offset, uint32_t i)
 {
@@ -239,7 +216,7 @@ json_t *plan_to_json(const struct mp_net *net, json_t *net_json, const struct mp
 	json_object_set_new(root, "format", json_string(PLAN_FORMAT));
 	json_object_set_new(root, "planner", json_string(mp_planner_name(p->planner)));
 	json_object_set_new(root, "budget_bytes", json_integer((json_int_t)req->budget_bytes));
-	json_object_set_new(root, "device", device_json(&req->device));
+	json_object_set_new(root, "device", device_to_json(&req->device));
 	json_object_set_new(root, "workspace_mode", json_string(ws_modes[req->ws_mode]));
 	json_object_set_new(root, "workspace_limit_bytes", json_integer((json_int_t)req->ws_limit_bytes));
 	for (int t = 0; t < MP_L__COUNT; t++)

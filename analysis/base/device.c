@@ -222,3 +222,26 @@ double device_copy_ms(const struct mp_device *d, uint64_t bytes, bool to_device)
 
 	return d->latency_us * 1e-3 + (double)bytes / (gbps * 1e6);
 }
+
+json_t *device_to_json(const struct mp_device *d)
+{
+	json_t *o = json_object(), *tf = json_object();
+
+	json_object_set_new(o, "name", json_string(d->name));
+	json_object_set_new(o, "memory", json_integer((json_int_t)d->memory_bytes));
+	json_object_set_new(o, "h2d_gbps", json_real(d->h2d_gbps));
+	json_object_set_new(o, "d2h_gbps", json_real(d->d2h_gbps));
+	json_object_set_new(o, "latency_us", json_real(d->latency_us));
+	if (d->mem_gbps > 0)
+		json_object_set_new(o, "mem_gbps", json_real(d->mem_gbps));
+	for (int k = 0; k < MP_DT__COUNT; k++)
+		if (d->tflops[k] > 0)
+			json_object_set_new(tf, mp_dtype_name((enum mp_dtype)k), json_real(d->tflops[k]));
+	if (json_object_size(tf))
+		json_object_set_new(o, "tflops", tf);
+	else
+		json_decref(tf);
+	if (d->source)
+		json_object_set_new(o, "source", json_string(d->source));
+	return o;
+}

@@ -51,6 +51,12 @@ const struct mp_device *device_find(const char *name);
 int device_from_json(json_t *obj, const char *path, struct mp_device *d,
 		     struct mp_error *err);
 
+/* d as the JSON object device_from_json reads (name, memory, h2d_gbps,
+ * d2h_gbps, latency_us, and mem_gbps, tflops and source where known): what
+ * nets, plans and `memplan devices --format json` write, so that any of
+ * them can be given back as a device file.  A new reference. */
+json_t *device_to_json(const struct mp_device *d);
+
 /* Resolve a --device argument: a catalog name, or a JSON file holding a device
  * object.  0, or -1 with *err naming what was tried. */
 int device_resolve(const char *arg, struct mp_device *d, struct mp_error *err);

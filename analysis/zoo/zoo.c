@@ -236,23 +236,6 @@ static int complete_opts(const struct zoo_entry *e, struct zoo_opts *o, struct m
 }
 
 /* A device outside the catalog, written out as memplan-net(5) reads it. */
-static json_t *device_json(const struct mp_device *dev)
-{
-	json_t *d = json_object(), *tf = json_object();
-
-	json_object_set_new(d, "name", json_string(dev->name));
-	json_object_set_new(d, "memory", json_integer((json_int_t)dev->memory_bytes));
-	json_object_set_new(d, "h2d_gbps", json_real(dev->h2d_gbps));
-	json_object_set_new(d, "d2h_gbps", json_real(dev->d2h_gbps));
-	json_object_set_new(d, "latency_us", json_real(dev->latency_us));
-	json_object_set_new(d, "mem_gbps", json_real(dev->mem_gbps));
-	for (int k = 0; k < MP_DT__COUNT; k++)
-		if (dev->tflops[k] > 0)
-			json_object_set_new(tf, mp_dtype_name((enum mp_dtype)k), json_real(dev->tflops[k]));
-	json_object_set_new(d, "tflops", tf);
-	return d;
-}
-
 json_t *zoo_generate(const char *model, const struct zoo_opts *opts, struct mp_error *err)
 {
 	struct zoo_opts o = *opts;
@@ -344,7 +327,7 @@ json_t *zoo_generate(const char *model, const struct zoo_opts *opts, struct mp_e
 	json_object_set_new(root, "generator", gen);
 	json_object_set_new(root, "dtype", json_string(mp_dtype_name(b.dt)));
 	json_object_set_new(root, "optimizer", json_string(mp_optimizer_name((enum mp_optimizer)o.optimizer)));
-	json_object_set_new(root, "device", catalog ? json_string(dev->name) : device_json(dev));
+	json_object_set_new(root, "device", catalog ? json_string(dev->name) : device_to_json(dev));
 	{
 		char ts[96];
 

@@ -13,7 +13,11 @@ cat >"$TMP/dev.json" <<'DEV'
 {"name": "mygpu", "memory": "8G", "h2d_gbps": 6, "d2h_gbps": 5.5, "tflops": {"float32": 8}}
 DEV
 expect_run "devices file" 0 --stdout-grep '^mygpu +8.0 GiB +6.0 +5.5 +10.0 +8 +- +- +- +-$' -- memplan devices "$TMP/dev.json"
-expect_run "devices file json" 0 --stdout-grep '"mem_gbps": null,' -- memplan devices "$TMP/dev.json" --format json
+# one writer for devices: the keys a device file has (memory, not
+# memory_bytes), and no figure the file did not give
+expect_run "devices file json" 0 --stdout-grep '"memory": 8589934592,' -- memplan devices "$TMP/dev.json" --format json
+memplan devices "$TMP/dev.json" --format json >"$TMP/dev-out.json"
+expect_run "devices file json: no mem_gbps it did not give" 1 -- grep -q mem_gbps "$TMP/dev-out.json"
 expect_run "devices unknown" 2 --stderr "memplan: devices: unknown device 'gtx-480' (see 'memplan devices', or give a JSON file)" -- memplan devices gtx-480
 expect_run "devices bad format" 2 --stderr "memplan: --format: unknown format 'xml' (table or json)" -- memplan devices --format xml
 expect_run "devices bad option" 2 --stderr-grep "^memplan: devices: unknown or incomplete option '--all'" -- memplan devices --all
