@@ -162,6 +162,7 @@ static int write_svg(FILE *f, const struct gpu *g, const char *title, struct mp_
 	uint32_t nmax = 1;
 	double tmax = 0, pts[CAP_N_ROWS][16], xs[CAP_N_ROWS][16];
 	unsigned np[CAP_N_ROWS] = { 0 };
+	struct cap_cache cache = { 0 }; /* this chart's nets by size */
 
 	for (unsigned row = 0; row < CAP_N_ROWS; row++)
 		if ((g->q.rows & (1u << row)) && g->res[row].max > nmax)
@@ -180,8 +181,10 @@ static int write_svg(FILE *f, const struct gpu *g, const char *title, struct mp_
 			if (n <= last)
 				continue;
 			last = n;
-			if (capacity_eval(&g->q, row, n, &fits, &ms, err) < 0)
+			if (cap_eval(&cache, &g->q, row, n, &fits, &ms, err) < 0) {
+				cap_cache_release(&cache);
 				return -1;
+			}
 			if (!fits || ms <= 0)
 				continue;
 			xs[row][np[row]] = n;
@@ -191,6 +194,7 @@ static int write_svg(FILE *f, const struct gpu *g, const char *title, struct mp_
 			np[row]++;
 		}
 	}
+	cap_cache_release(&cache);
 	if (tmax <= 0)
 		tmax = 1;
 	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"13\">\n", W, H);
@@ -447,7 +451,7 @@ int cmd_capacity(int argc, char **argv)
 	for (uint32_t i = 0; i < n_gpus; i++) {
 		if ((rc = gpu_query(&gpus[i], &A, net)) != EXIT_OK)
 			goto out;
-		if (capacity_run(&gpus[i].q, gpus[i].res, &err) < 0) {
+		if (cap_run(&gpus[i].q, gpus[i].res, &err) < 0) {
 			rc = cli_error(strncmp(err.msg, "internal", 8) ? EXIT_BAD_INPUT : EXIT_INTERNAL, "capacity: %s", err.msg);
 			goto out;
 		}

@@ -48,7 +48,7 @@ static int measure(const struct mp_net *net, const struct mp_prof_opts *o, struc
 
 	if (be && be->profile)
 		return be->profile(net, o, m, err);
-	profile_init(m);
+	prof_init(m);
 	mp_error_set(err, "this memplan was built without the CUDA backend");
 	return EXEC_NO_DEVICE;
 }
@@ -146,7 +146,7 @@ int cmd_profile(int argc, char **argv)
 		return EXIT_BAD_INPUT;
 	if (!(net = cli_load_net_json(path, &root)))
 		return EXIT_BAD_INPUT;
-	profile_init(&m);
+	prof_init(&m);
 	if (exec_cuda_probe(&pr, &err) < 0) {
 		rc = cli_error(EXIT_NO_GPU, "profile: no CUDA device: %s", err.msg);
 		goto out;
@@ -161,7 +161,7 @@ int cmd_profile(int argc, char **argv)
 		goto out;
 	}
 	why = mp_xcalloc(net->n_layers + 1, sizeof(*why));
-	if (!(out = profile_apply(root, net, &m, why, &n_kept, &err))) {
+	if (!(out = prof_apply(root, net, &m, why, &n_kept, &err))) {
 		rc = cli_error(EXIT_INTERNAL, "profile: the measurement does not fit '%s': %s", path, err.msg);
 		goto out;
 	}
@@ -172,7 +172,7 @@ int cmd_profile(int argc, char **argv)
 out:
 	json_decref(out);
 	free(why);
-	profile_release(&m);
+	prof_release(&m);
 	net_free(net);
 	json_decref(root);
 	return rc;

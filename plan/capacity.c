@@ -51,61 +51,49 @@ static struct mp_net *build(const struct cap_query *q, uint32_t n, struct mp_err
 	}
 }
 
-/* Built nets and their routes by size, shared by all rows of one query: a
- * search probes the same sizes for several rows. */
-#define CACHE_SLOTS 16
-static struct cache_slot {
-	const struct cap_query *q;
-	uint32_t n;
-	struct mp_net *net;
-	struct mp_route r;
-	uint64_t used;
-} cache[CACHE_SLOTS];
-static uint64_t cache_clock;
-
-static void cache_clear(void)
+void cap_cache_release(struct cap_cache *c)
 {
-	for (int i = 0; i < CACHE_SLOTS; i++)
-		if (cache[i].net) {
-			route_release(&cache[i].r);
-			net_free(cache[i].net);
-			memset(&cache[i], 0, sizeof(cache[i]));
+	for (int i = 0; i < CAP_CACHE_SLOTS; i++)
+		if (c->slot[i].net) {
+			route_release(&c->slot[i].r);
+			net_free(c->slot[i].net);
 		}
+	memset(c, 0, sizeof(*c));
 }
 
-static int cached_net(const struct cap_query *q, uint32_t n, struct mp_net **net, struct mp_route **r,
-		      struct mp_error *err)
+static int cached_net(struct cap_cache *c, const struct cap_query *q, uint32_t n, struct mp_net **net,
+		      struct mp_route **r, struct mp_error *err)
 {
 	int victim = 0;
 
-	for (int i = 0; i < CACHE_SLOTS; i++) {
-		if (cache[i].net && cache[i].q == q && cache[i].n == n) {
-			cache[i].used = ++cache_clock;
-			*net = cache[i].net;
-			*r = &cache[i].r;
+	for (int i = 0; i < CAP_CACHE_SLOTS; i++) {
+		if (c->slot[i].net && c->slot[i].q == q && c->slot[i].n == n) {
+			c->slot[i].used = ++c->clock;
+			*net = c->slot[i].net;
+			*r = &c->slot[i].r;
 			return 0;
 		}
-		if (!cache[i].net || cache[i].used < cache[victim].used)
+		if (!c->slot[i].net || c->slot[i].used < c->slot[victim].used)
 			victim = i;
 	}
-	if (cache[victim].net) {
-		route_release(&cache[victim].r);
-		net_free(cache[victim].net);
+	if (c->slot[victim].net) {
+		route_release(&c->slot[victim].r);
+		net_free(c->slot[victim].net);
 	}
-	memset(&cache[victim], 0, sizeof(cache[victim]));
+	memset(&c->slot[victim], 0, sizeof(c->slot[victim]));
 	if (!(*net = build(q, n, err)))
 		return -1;
-	if (route_build(*net, &cache[victim].r, err) < 0) {
+	if (route_build(*net, &c->slot[victim].r, err) < 0) {
 		net_free(*net);
 		return -1;
 	}
-	cache[victim] = (struct cache_slot){ q, n, *net, cache[victim].r, ++cache_clock };
-	*r = &cache[victim].r;
+	c->slot[victim] = (struct cap_cache_slot){ q, n, *net, c->slot[victim].r, ++c->clock };
+	*r = &c->slot[victim].r;
 	return 0;
 }
 
 /* Evaluate one row at size n: fits, and its time. */
-static int eval(const struct cap_query *q, unsigned row, uint32_t n, bool *fits, double *ms,
+static int eval(struct cap_cache *c, const struct cap_query *q, unsigned row, uint32_t n, bool *fits, double *ms,
 		struct mp_error *err)
 {
 	struct mp_net *net;
@@ -115,7 +103,7 @@ static int eval(const struct cap_query *q, unsigned row, uint32_t n, bool *fits,
 
 	*fits = false;
 	*ms = 0;
-	if (cached_net(q, n, &net, &rp, err) < 0)
+	if (cached_net(c, q, n, &net, &rp, err) < 0)
 		return -1;
 #define r (*rp)
 	policy_layer_min(net, &r, &lm);
@@ -167,15 +155,15 @@ out:
 #undef r
 }
 
-int capacity_eval(const struct cap_query *q, unsigned row, uint32_t n, bool *fits, double *ms,
-		  struct mp_error *err)
+int cap_eval(struct cap_cache *c, const struct cap_query *q, unsigned row, uint32_t n, bool *fits,
+	     double *ms, struct mp_error *err)
 {
-	return eval(q, row, n, fits, ms, err);
+	return eval(c, q, row, n, fits, ms, err);
 }
 
 /* Between lo (fits, or 0: "none") and hi (does not fit; 0: lo is the limit),
  * bisect to the largest size that fits and record it in res. */
-static int bisect(const struct cap_query *q, unsigned row, uint32_t lo, double lo_ms, uint32_t hi,
+static int bisect(struct cap_cache *c, const struct cap_query *q, unsigned row, uint32_t lo, double lo_ms, uint32_t hi,
 		  struct cap_result *res, struct mp_error *err)
 {
 	bool fits;
@@ -185,7 +173,7 @@ static int bisect(const struct cap_query *q, unsigned row, uint32_t lo, double l
 		uint32_t mid = lo + (hi - lo) / 2;
 
 		res->evals++;
-		if (eval(q, row, mid, &fits, &ms, err) < 0)
+		if (eval(c, q, row, mid, &fits, &ms, err) < 0)
 			return -1;
 		if (fits) {
 			lo = mid;
@@ -202,7 +190,7 @@ static int bisect(const struct cap_query *q, unsigned row, uint32_t lo, double l
 
 /* Largest n in [lo, limit] with fits, given fits(lo) (lo may be 0: "none"):
  * doubling from lo, then bisection. */
-static int search(const struct cap_query *q, unsigned row, uint32_t lo, double lo_ms,
+static int search(struct cap_cache *c, const struct cap_query *q, unsigned row, uint32_t lo, double lo_ms,
 		  struct cap_result *res, struct mp_error *err)
 {
 	uint32_t hi = 0;
@@ -219,7 +207,7 @@ static int search(const struct cap_query *q, unsigned row, uint32_t lo, double l
 			n = q->limit;
 		}
 		res->evals++;
-		if (eval(q, row, (uint32_t)n, &fits, &ms, err) < 0)
+		if (eval(c, q, row, (uint32_t)n, &fits, &ms, err) < 0)
 			return -1;
 		if (!fits) {
 			hi = (uint32_t)n;
@@ -232,30 +220,30 @@ static int search(const struct cap_query *q, unsigned row, uint32_t lo, double l
 		if (step > UINT32_MAX / 4)
 			break;
 	}
-	return bisect(q, row, lo, lo_ms, hi, res, err);
+	return bisect(c, q, row, lo, lo_ms, hi, res, err);
 }
 
 /* From the search's answer to the exact one under the model's own nets
  * (generated at each size): max fits and max + 1 does not.  Galloping from
  * the estimate, then bisection: O(log |error|) exact evaluations. */
-static int settle(const struct cap_query *exact, unsigned row, struct cap_result *r, struct mp_error *err)
+static int settle(struct cap_cache *c, const struct cap_query *exact, unsigned row, struct cap_result *r, struct mp_error *err)
 {
 	uint32_t lo = 0, hi, guess = r->max;
 	bool fits = false;
 	double ms = 0, lo_ms = 0;
 
 	r->evals++;
-	if (guess && eval(exact, row, guess, &fits, &ms, err) < 0)
+	if (guess && eval(c, exact, row, guess, &fits, &ms, err) < 0)
 		return -1;
 	if (guess && fits)
-		return search(exact, row, guess, ms, r, err); /* gallop up, bisect */
+		return search(c, exact, row, guess, ms, r, err); /* gallop up, bisect */
 	/* gallop down to a size that fits (or none), then bisect */
 	hi = guess ? guess : 1;
 	for (uint32_t step = 1; guess && step < guess; step *= 2) {
 		uint32_t n = guess - step;
 
 		r->evals++;
-		if (eval(exact, row, n, &fits, &ms, err) < 0)
+		if (eval(c, exact, row, n, &fits, &ms, err) < 0)
 			return -1;
 		if (fits) {
 			lo = n;
@@ -264,11 +252,12 @@ static int settle(const struct cap_query *exact, unsigned row, struct cap_result
 		}
 		hi = n;
 	}
-	return bisect(exact, row, lo, lo_ms, hi, r, err);
+	return bisect(c, exact, row, lo, lo_ms, hi, r, err);
 }
 
-int capacity_run(const struct cap_query *q0, struct cap_result res[CAP_N_ROWS], struct mp_error *err)
+int cap_run(const struct cap_query *q0, struct cap_result res[CAP_N_ROWS], struct mp_error *err)
 {
+	struct cap_cache cache = { 0 }, *c = &cache; /* this run's: its queries are its own */
 	struct cap_query fast = *q0;
 	const struct cap_query *q = q0;
 	struct mp_net *base = NULL;
@@ -312,7 +301,7 @@ int capacity_run(const struct cap_query *q0, struct cap_result res[CAP_N_ROWS], 
 			if (prev >= 0 && res[prev].max) {
 				lo = res[prev].max;
 				res[row].evals++;
-				if (eval(q, row, lo, &fits, &lo_ms, err) < 0)
+				if (eval(c, q, row, lo, &fits, &lo_ms, err) < 0)
 					goto out;
 				if (!fits) {
 					lo = 0;
@@ -320,14 +309,14 @@ int capacity_run(const struct cap_query *q0, struct cap_result res[CAP_N_ROWS], 
 				}
 			}
 		}
-		if (search(q, row, lo, lo_ms, &res[row], err) < 0)
+		if (search(c, q, row, lo, lo_ms, &res[row], err) < 0)
 			goto out;
-		if (q != q0 && settle(q0, row, &res[row], err) < 0)
+		if (q != q0 && settle(c, q0, row, &res[row], err) < 0)
 			goto out;
 	}
 	rc = 0;
 out:
-	cache_clear();
+	cap_cache_release(c);
 	net_free(base);
 	return rc;
 }

@@ -61,10 +61,28 @@ uint32_t cap_resnet_depth(uint32_t n);
  * Fill res[row] for every row in q->rows.  0, or -1 with *err (a net that
  * cannot be built, an internal error).
  */
-int capacity_run(const struct cap_query *q, struct cap_result res[CAP_N_ROWS], struct mp_error *err);
+int cap_run(const struct cap_query *q, struct cap_result res[CAP_N_ROWS], struct mp_error *err);
 
-/* Time per iteration of row at size n (for charts): 0 and *ms, *fits. */
-int capacity_eval(const struct cap_query *q, unsigned row, uint32_t n, bool *fits, double *ms,
-		  struct mp_error *err);
+/* Built nets and their routes by size, so that the rows of one query, and a
+ * chart's points, build each size once.  Keyed by the query's address: give
+ * one cache one query (or release it between queries).  Zero it to start;
+ * cap_cache_release frees what it holds. */
+#define CAP_CACHE_SLOTS 16
+struct cap_cache {
+	struct cap_cache_slot {
+		const struct cap_query *q;
+		uint32_t n;
+		struct mp_net *net;
+		struct mp_route r;
+		uint64_t used;
+	} slot[CAP_CACHE_SLOTS];
+	uint64_t clock;
+};
+void cap_cache_release(struct cap_cache *c);
+
+/* Time per iteration of row at size n (for charts), building through the
+ * caller's cache c: 0 and *ms, *fits. */
+int cap_eval(struct cap_cache *c, const struct cap_query *q, unsigned row, uint32_t n, bool *fits,
+	     double *ms, struct mp_error *err);
 
 #endif

@@ -40,12 +40,12 @@ uint32_t *prof_batches(uint32_t batch, enum mp_prof_batches mode, uint32_t *n)
 	return ucudnn_sizes(batch, (enum ucudnn_policy)mode, n);
 }
 
-void profile_init(struct mp_profile *m)
+void prof_init(struct mp_profile *m)
 {
 	memset(m, 0, sizeof(*m));
 }
 
-void profile_release(struct mp_profile *m)
+void prof_release(struct mp_profile *m)
 {
 	for (uint32_t i = 0; m->layers && i < m->n_layers; i++)
 		free(m->layers[i].algos);
@@ -223,7 +223,7 @@ static json_t *generator_json(const json_t *root, const struct mp_profile *m)
 	return g;
 }
 
-json_t *profile_apply(const json_t *net_root, const struct mp_net *net, const struct mp_profile *m,
+json_t *prof_apply(const json_t *net_root, const struct mp_net *net, const struct mp_profile *m,
 		      const char **kept_why, uint32_t *n_kept, struct mp_error *err)
 {
 	const struct mp_prof_layer **by_layer = mp_xcalloc(net->n_layers + 1, sizeof(*by_layer));

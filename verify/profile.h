@@ -6,10 +6,10 @@
  * 3.4; everything around that measurement is host code tested in CI: which
  * micro-batches to measure (prof_batches), the result type (struct
  * mp_profile), and the writer that turns a measurement into a memplan-net/1
- * file (profile_apply).
+ * file (prof_apply).
  *
  * Owns struct mp_profile: its layers, their algorithms and the strings its
- * arena holds, released once by profile_release.
+ * arena holds, released once by prof_release.
  */
 #ifndef MP_PROFILE_H
 #define MP_PROFILE_H
@@ -82,8 +82,8 @@ struct mp_profile {
 	struct mp_arena arena;    /* strings the measurer made (mp_arena_strdup) */
 };
 
-void profile_init(struct mp_profile *m);    /* empty: no layers */
-void profile_release(struct mp_profile *m); /* frees what it owns; init again to reuse */
+void prof_init(struct mp_profile *m);    /* empty: no layers */
+void prof_release(struct mp_profile *m); /* frees what it owns; init again to reuse */
 
 /*
  * The measured net: a deep copy of net_root (the JSON net was loaded from)
@@ -110,7 +110,7 @@ void profile_release(struct mp_profile *m); /* frees what it owns; init again to
  * MP_MAX_BYTES, no device name, or net_root with another number of layers.
  * O(layers + algorithms^2 per layer).
  */
-json_t *profile_apply(const json_t *net_root, const struct mp_net *net, const struct mp_profile *m,
+json_t *prof_apply(const json_t *net_root, const struct mp_net *net, const struct mp_profile *m,
 		      const char **kept_why, uint32_t *n_kept, struct mp_error *err);
 
 /*
@@ -119,7 +119,7 @@ json_t *profile_apply(const json_t *net_root, const struct mp_net *net, const st
  * runs then o->iters timed runs of its forward, backward and update, the
  * median of each; per convolution, every cuDNN algorithm of each phase at
  * prof_batches(batch, o->batches) with its workspace.  *out is initialised
- * here (profile_release it whatever the result).
+ * here (prof_release it whatever the result).
  *
  * Returns 0; -1 with *err (a CUDA or cuDNN error); or EXEC_NO_DEVICE
  * (verify/exec.h) with *err when the CUDA runtime finds no usable device.

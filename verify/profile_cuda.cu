@@ -300,7 +300,7 @@ int exec_cuda_profile(const struct mp_net *net, const struct mp_prof_opts *o, st
 	char why[256];
 	int rc;
 
-	profile_init(out);
+	prof_init(out);
 	memset(&P, 0, sizeof(P));
 	P.net = net;
 	P.o = o;

@@ -423,7 +423,7 @@ static void test_cuda_only(void)
 			measured += m.layers[k].measured;
 		CHECK(measured > 0);
 		CHECK_STR(m.device, "fakecuda");
-		profile_release(&m);
+		prof_release(&m);
 	}
 	fix_release(&f);
 	CHECK(fk_alloc_bytes(FK_TAG_INTERNAL, NULL) == 0);

@@ -1,6 +1,6 @@
 /*
  * Capacity: on every row, the answer N fits and N + 1 does not (checked with
- * capacity_eval, the search's own judge), for a net file varied by batch and
+ * cap_eval, the search's own judge), for a net file varied by batch and
  * for a generated model; the mlp answers by hand (tests/data/mlp.json).
  */
 #include "../../plan/capacity.h"
@@ -9,9 +9,10 @@
 static void check_rows(const struct cap_query *q, const char *what)
 {
 	struct cap_result res[CAP_N_ROWS];
+	struct cap_cache cache = { 0 };
 	struct mp_error err;
 
-	CHECK(capacity_run(q, res, &err) == 0);
+	CHECK(cap_run(q, res, &err) == 0);
 	for (unsigned row = 0; row < CAP_N_ROWS; row++) {
 		bool fits;
 		double ms;
@@ -19,13 +20,14 @@ static void check_rows(const struct cap_query *q, const char *what)
 		if (!(q->rows & (1u << row)))
 			continue;
 		if (res[row].max) {
-			CHECK(capacity_eval(q, row, res[row].max, &fits, &ms, &err) == 0);
+			CHECK(cap_eval(&cache, q, row, res[row].max, &fits, &ms, &err) == 0);
 			CHECK(fits);
 		}
-		CHECK(capacity_eval(q, row, res[row].max + 1, &fits, &ms, &err) == 0);
+		CHECK(cap_eval(&cache, q, row, res[row].max + 1, &fits, &ms, &err) == 0);
 		CHECK(!fits);
 		printf("  %s %-13s max %u (%u evaluations)\n", what, cap_row_name(row), res[row].max, res[row].evals);
 	}
+	cap_cache_release(&cache);
 	if (q->rows & 1)
 		CHECK(res[MP_STRAT_BASELINE].max <= res[MP_STRAT_LIVENESS].max);
 }
@@ -50,7 +52,7 @@ int main(void)
 	q.max_overhead = -1;
 	q.rows = (1u << CAP_N_ROWS) - 1;
 	q.limit = 1u << 20;
-	CHECK(capacity_run(&q, res, &err) == 0);
+	CHECK(cap_run(&q, res, &err) == 0);
 	CHECK_U64(res[MP_STRAT_BASELINE].max, 716);  /* (4194304 - 2 * 262144) / 5120 */
 	CHECK_U64(res[MP_STRAT_LIVENESS].max, 960);  /* (4194304 - 262144) / 4096 */
 	check_rows(&q, "mlp");

@@ -102,7 +102,7 @@ static void fake_profile(struct mp_profile *m)
 	};
 	struct mp_prof_layer *L;
 
-	profile_init(m);
+	prof_init(m);
 	snprintf(m->device, sizeof(m->device), "Fake GPU 1");
 	m->iters = 10;
 	m->warmup = 3;
@@ -164,7 +164,7 @@ static void test_apply(void)
 		return;
 	}
 	fake_profile(&m);
-	out = profile_apply(root, net, &m, why, &kept, &err);
+	out = prof_apply(root, net, &m, why, &kept, &err);
 	CHECK(out != NULL);
 	if (!out) {
 		fprintf(stderr, "%s\n", err.msg);
@@ -264,7 +264,7 @@ static void test_apply(void)
 		json_t *twice;
 
 		m.iters = 20;
-		twice = profile_apply(out, net, &m, NULL, &kept, &err);
+		twice = prof_apply(out, net, &m, NULL, &kept, &err);
 		CHECK(twice != NULL);
 		check_json(json_object_get(twice, "generator"),
 			   "{\"tool\":\"memplan profile\",\"iters\":20,\"warmup\":3,\"batches\":\"pow2\","
@@ -274,9 +274,9 @@ static void test_apply(void)
 	}
 	json_decref(out);
 done:
-	profile_release(&m);
+	prof_release(&m);
 	CHECK(m.layers == NULL && m.n_layers == 0);
-	profile_release(&m); /* twice is harmless */
+	prof_release(&m); /* twice is harmless */
 	net_free(net);
 	json_decref(root);
 }
@@ -292,11 +292,11 @@ static void check_refused(const struct mp_net *net, const json_t *root, void (*s
 
 	fake_profile(&m);
 	spoil(&m);
-	out = profile_apply(root, net, &m, NULL, &kept, &err);
+	out = prof_apply(root, net, &m, NULL, &kept, &err);
 	CHECK(out == NULL);
 	CHECK_STR(err.msg, want);
 	json_decref(out);
-	profile_release(&m);
+	prof_release(&m);
 }
 
 static void no_such_layer(struct mp_profile *m) { m->layers[3].layer = 6; }
@@ -344,20 +344,20 @@ static void test_refused(void)
 	other = json_deep_copy(root);
 	json_array_remove(json_object_get(other, "layers"), 5);
 	fake_profile(&m);
-	CHECK(profile_apply(other, net, &m, NULL, &kept, &err) == NULL);
+	CHECK(prof_apply(other, net, &m, NULL, &kept, &err) == NULL);
 	CHECK_STR(err.msg, "the net file has 5 layers, the net 6");
-	profile_release(&m);
+	prof_release(&m);
 	json_decref(other);
 
 	/* an empty measurement keeps everything */
-	profile_init(&m);
+	prof_init(&m);
 	snprintf(m.device, sizeof(m.device), "Fake GPU 1");
-	other = profile_apply(root, net, &m, NULL, &kept, &err);
+	other = prof_apply(root, net, &m, NULL, &kept, &err);
 	CHECK(other != NULL);
 	CHECK_U64(kept, 6);
 	CHECK(json_equal(json_object_get(other, "layers"), json_object_get(root, "layers")));
 	json_decref(other);
-	profile_release(&m);
+	prof_release(&m);
 	net_free(net);
 	json_decref(root);
 }
