@@ -1,6 +1,6 @@
 /*
  * memplan gen MODEL [--batch N] [--depth N] [--image HxW] [--seq N]
- *   [--hidden N] [--heads N] [--dtype T] [--optimizer O] [--device NAME|FILE]
+ *   [--hidden N] [--heads N] [--dtype T] [--optimizer O] [--grads G] [--device NAME|FILE]
  *   [-o FILE]
  * Write the memplan-net/1 description of a published network (analysis/zoo)
  * with roofline times for a device, one layer per line so that diffs of
@@ -125,6 +125,16 @@ static int set_dtype(const char *name, const char *arg, void *dst)
 	return 0;
 }
 
+static int set_grads(const char *name, const char *arg, void *dst)
+{
+	if (strcmp(arg, "keep") && strcmp(arg, "set_to_none")) {
+		cli_error(EXIT_BAD_INPUT, "gen: %s: expected keep or set_to_none, got '%s'", name, arg);
+		return -1;
+	}
+	((struct gen_args *)dst)->zo.grads_keep = !strcmp(arg, "keep");
+	return 0;
+}
+
 static int set_optimizer(const char *name, const char *arg, void *dst)
 {
 	static const char *const names[] = { "none", "sgd", "momentum", "adam" };
@@ -170,7 +180,8 @@ int cmd_gen(int argc, char **argv)
 		OPT_CALL("heads", 0, "N", CLI_NEWLINE, &g, set_count),
 		OPT_CALL("dtype", 0, "float32|float16|bfloat16", 0, &g.zo.dtype, set_dtype),
 		OPT_CALL("optimizer", 0, "sgd|momentum|adam|none", CLI_NEWLINE, &g, set_optimizer),
-		OPT_CALL("device", 0, "NAME|FILE", 0, &g, set_device),
+		OPT_CALL("grads", 0, "keep|set_to_none", 0, &g, set_grads),
+		OPT_CALL("device", 0, "NAME|FILE", CLI_NEWLINE, &g, set_device),
 		OPT_STRING("output", 'o', "FILE", CLI_LETTER, &out_path),
 		OPT_END(),
 	};

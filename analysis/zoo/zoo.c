@@ -163,6 +163,7 @@ void zoo_opts_init(struct zoo_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->dtype = -1;
 	o->optimizer = -1;
+	o->grads_keep = -1;
 }
 
 int check_range(const char *model, const char *what, uint32_t v, uint32_t lo, uint32_t hi,
@@ -327,6 +328,8 @@ json_t *zoo_generate(const char *model, const struct zoo_opts *opts, struct mp_e
 	json_object_set_new(root, "generator", gen);
 	json_object_set_new(root, "dtype", json_string(mp_dtype_name(b.dt)));
 	json_object_set_new(root, "optimizer", json_string(mp_optimizer_name((enum mp_optimizer)o.optimizer)));
+	if (o.grads_keep >= 0)
+		json_object_set_new(root, "grads", json_string(o.grads_keep ? "keep" : "set_to_none"));
 	json_object_set_new(root, "device", catalog ? json_string(dev->name) : device_to_json(dev));
 	{
 		char ts[96];

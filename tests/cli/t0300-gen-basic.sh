@@ -33,4 +33,13 @@ echo old >"$TMP/target.json"; ln -s target.json "$TMP/link.json"
 expect_run "gen -o through a link" 0 -- sh -c "'$MEMPLAN' gen vgg16 --batch 2 -o '$TMP/link.json' && test -L '$TMP/link.json' && cmp -s '$TMP/target.json' '$TMP/vgg2.json'"
 expect_run "gen -o into a pipe" 0 -- sh -c "'$MEMPLAN' gen vgg16 --batch 2 -o /dev/stdout | cmp -s - '$TMP/vgg2.json'"
 expect_run "gen -o leaves no temporary file" 1 -- sh -c "ls '$TMP' | grep '\\.json\\.'"
+# --grads: the net's "grads" key, written only when given; keep holds the
+# parameter gradients from the first step on (memplan-net(5))
+memplan gen alexnet --batch 8 -o "$TMP/a-none.json" >/dev/null
+memplan gen alexnet --batch 8 --grads keep -o "$TMP/a-keep.json" >/dev/null
+expect_run "gen without --grads writes no key" 1 -- grep -q '"grads"' "$TMP/a-none.json"
+expect_run "gen --grads keep" 0 --stdout-grep "^ +1 forward +data\.fwd +.*" -- \
+	sh -c "grep -q '\"grads\": \"keep\"' '$TMP/a-keep.json' && '$MEMPLAN' analyze '$TMP/a-keep.json' --strategy liveness --steps"
+expect_run "gen --grads keep adds an accumulate per layer with parameters" 0 --stdout-grep "^ +[0-9]+ backward +fc8\.accumulate " -- \
+	memplan analyze "$TMP/a-keep.json" --strategy liveness --steps
 done_testing

@@ -23,6 +23,7 @@ expect_run "gen image too small" 2 --stderr-grep "^memplan: gen: alexnet: .*too 
 expect_run "gen unet odd" 2 --stderr-grep "^memplan: gen: unet: image 500x500 gives an odd 55x55 map before pooling at level 4" -- memplan gen unet --image 500
 expect_run "gen heads" 2 --stderr "memplan: gen: gpt2: hidden 100 is not a multiple of heads 3" -- memplan gen gpt2 --hidden 100 --heads 3
 expect_run "gen dtype" 2 --stderr "memplan: gen: --dtype: expected float32, float16 or bfloat16, got 'int8'" -- memplan gen vgg16 --dtype int8
+expect_run "gen grads" 2 --stderr "memplan: gen: --grads: expected keep or set_to_none, got 'zero'" -- memplan gen vgg16 --grads zero
 expect_run "gen optimizer" 2 --stderr "memplan: gen: --optimizer: expected sgd, momentum, adam or none, got 'rmsprop'" -- memplan gen vgg16 --optimizer rmsprop
 expect_run "gen device" 2 --stderr "memplan: gen: --device: unknown device 'gtx-480' (see 'memplan devices', or give a JSON file)" -- memplan gen vgg16 --device gtx-480
 expect_run "gen device file" 2 --stderr-grep "^memplan: gen: --device: $TMP/none.json: " -- memplan gen vgg16 --device "$TMP/none.json"
