@@ -18,15 +18,17 @@ int cli_error(int status, const char *fmt, ...)
 	va_end(ap);
 	/* one line, always: names from the input may hold control characters */
 	fputs("memplan: ", stderr);
-	for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+	for (const char *p = msg; *p; p++) {
+		unsigned c = mp_control_len(p);
+
 		if (*p == '\n')
 			fputs("\\n", stderr);
 		else if (*p == '\t')
 			fputs("\\t", stderr);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(stderr, "\\x%02x", *p);
-		else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) /* C1, as UTF-8 */
-			fprintf(stderr, "\\u%04x", *++p);
+		else if (c == 1)
+			fprintf(stderr, "\\x%02x", (unsigned char)*p);
+		else if (c == 2) /* C1, as UTF-8 */
+			fprintf(stderr, "\\u%04x", (unsigned char)*++p);
 		else
 			fputc(*p, stderr);
 	}

@@ -338,8 +338,8 @@ double mp_median(double *v, uint32_t n)
 
 long mp_find_control(const char *s)
 {
-	for (const unsigned char *u = (const unsigned char *)s; *u; u++)
-		if (*u < 0x20 || *u == 0x7f || (u[0] == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f))
-			return (long)(u - (const unsigned char *)s);
+	for (const char *p = s; *p; p++)
+		if (mp_control_len(p))
+			return (long)(p - s);
 	return -1;
 }

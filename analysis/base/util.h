@@ -62,8 +62,19 @@ int mp_parse_size(const char *s, uint64_t *out, struct mp_error *err);
 /* Format bytes for people: "886.4 MiB", "12.0 GiB", "512 B".  buf >= 32. */
 const char *mp_fmt_bytes(uint64_t bytes, char *buf, size_t n);
 
-/* The offset of the first control character in s (C0, DEL, or a UTF-8
- * encoded C1), or -1.  Names must not hold one: they reach terminals. */
+/* The bytes of the control character at s: 1 for C0 or DEL, 2 for a UTF-8
+ * encoded C1 (U+0080 to U+009F), 0 for anything else. */
+static inline unsigned mp_control_len(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+
+	if (*u < 0x20 || *u == 0x7f)
+		return *u ? 1 : 0;
+	return u[0] == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f ? 2 : 0;
+}
+
+/* The offset of the first control character in s (mp_control_len), or -1.
+ * Names must not hold one: they reach terminals. */
 long mp_find_control(const char *s);
 
 /* The median of v[0..n), n >= 1: v is sorted in place (ascending). */
