@@ -1,7 +1,7 @@
 /*
  * memplan gen MODEL [--batch N] [--depth N] [--image HxW] [--seq N]
- *   [--hidden N] [--heads N] [--dtype T] [--optimizer O] [--grads G] [--device NAME|FILE]
- *   [-o FILE]
+ *   [--hidden N] [--heads N] [--dtype T] [--optimizer O] [--grads G] [--framework F]
+ *   [--device NAME|FILE] [-o FILE]
  * Write the memplan-net/1 description of a published network (analysis/zoo)
  * with roofline times for a device, one layer per line so that diffs of
  * generated files stay readable.
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "../analysis/net/net.h"
 #include "../analysis/zoo/zoo.h"
 
 static void print_models(FILE *f)
@@ -135,6 +136,16 @@ static int set_grads(const char *name, const char *arg, void *dst)
 	return 0;
 }
 
+static int set_framework(const char *name, const char *arg, void *dst)
+{
+	if (strcmp(arg, "cudnn") && strcmp(arg, "pytorch")) {
+		cli_error(EXIT_BAD_INPUT, "gen: %s: expected cudnn or pytorch, got '%s'", name, arg);
+		return -1;
+	}
+	((struct gen_args *)dst)->zo.framework = !strcmp(arg, "pytorch") ? MP_FW_PYTORCH : MP_FW_CUDNN;
+	return 0;
+}
+
 static int set_optimizer(const char *name, const char *arg, void *dst)
 {
 	static const char *const names[] = { "none", "sgd", "momentum", "adam" };
@@ -181,6 +192,7 @@ int cmd_gen(int argc, char **argv)
 		OPT_CALL("dtype", 0, "float32|float16|bfloat16", 0, &g.zo.dtype, set_dtype),
 		OPT_CALL("optimizer", 0, "sgd|momentum|adam|none", CLI_NEWLINE, &g, set_optimizer),
 		OPT_CALL("grads", 0, "keep|set_to_none", 0, &g, set_grads),
+		OPT_CALL("framework", 0, "cudnn|pytorch", CLI_NEWLINE, &g, set_framework),
 		OPT_CALL("device", 0, "NAME|FILE", CLI_NEWLINE, &g, set_device),
 		OPT_STRING("output", 'o', "FILE", CLI_LETTER, &out_path),
 		OPT_END(),

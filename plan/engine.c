@@ -539,17 +539,38 @@ int pl_fits_as_is(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 	return 1;
 }
 
+/* FNV-1a over what the arena places: each action's kind, op, tensor,
+ * algorithm and bytes, in order.  Schedules of one length, peak and time
+ * may differ in thousands of actions. */
+static uint64_t sched_fingerprint(const struct mp_schedule *s)
+{
+	uint64_t h = UINT64_C(14695981039346656037);
+
+	for (uint32_t i = 0; i < s->n; i++) {
+		const struct mp_action *a = &s->a[i];
+		uint64_t v[4] = { (uint64_t)a->kind << 32 | (uint32_t)a->op, (uint64_t)(uint32_t)a->tensor << 32 | (uint32_t)a->algo,
+				  (uint64_t)a->micro << 32 | a->micro_at, a->bytes };
+
+		for (int k = 0; k < 4; k++) {
+			h ^= v[k];
+			h *= UINT64_C(1099511628211);
+		}
+	}
+	return h;
+}
+
 uint64_t pl_arena_bytes(struct pl_state *S, uint64_t enough)
 {
 	struct mp_plan q;
-	uint64_t bytes;
+	uint64_t bytes, key;
 
 	if (S->peak_only)
 		return 0;
 	/* the same schedule again (a state put back and rebuilt): the answer
-	 * given, recognised by its length, peak and time */
-	if (S->arena_n == S->sched.n && S->arena_peak == S->sim.peak_bytes && S->arena_ms == S->sim.time_ms &&
-	    S->arena_enough == enough)
+	 * given, recognised by its actions */
+	key = sched_fingerprint(&S->sched);
+	if (S->arena_n == S->sched.n && S->arena_key == key && S->arena_peak == S->sim.peak_bytes &&
+	    S->arena_ms == S->sim.time_ms && S->arena_enough == enough)
 		return S->arena_bytes;
 	/* a shallow view of the last build: the arena only reads them */
 	plan_init(&q);
@@ -559,6 +580,7 @@ uint64_t pl_arena_bytes(struct pl_state *S, uint64_t enough)
 	bytes = q.arena_bytes;
 	free(q.offset);
 	S->arena_n = S->sched.n;
+	S->arena_key = key;
 	S->arena_peak = S->sim.peak_bytes;
 	S->arena_ms = S->sim.time_ms;
 	S->arena_enough = enough;

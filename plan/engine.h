@@ -60,7 +60,7 @@ struct pl_state {
 			       * with an optimum counted that way) */
 	/* pl_arena_bytes's last answer, and the schedule it was for */
 	uint32_t arena_n;
-	uint64_t arena_peak, arena_enough, arena_bytes;
+	uint64_t arena_key, arena_peak, arena_enough, arena_bytes;
 	double arena_ms;
 };
 

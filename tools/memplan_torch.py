@@ -545,6 +545,7 @@ def _net(rec, model, inputs, loss, optimizer, grads, device, measure, name):
            "description": "one training step recorded by memplan_torch from PyTorch %s on %s" %
                           (torch.__version__, device.type)}
     net["grads"] = grads
+    net["framework"] = "pytorch"
     if measure:
         net["time_source"] = "measured:%s" % (
             "cuda:" + torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu (host clock)")

@@ -610,12 +610,14 @@ static int pool_desc(struct kern_lib *L, struct kern *K, char *why, size_t n)
 
 static int act_desc(struct kern_lib *L, struct kern *K, char *why, size_t n)
 {
+	/* coef: ELU's alpha, the clipped relu's ceiling (ReLU6) */
 	static const cudnnActivationMode_t modes[] = { CUDNN_ACTIVATION_RELU, CUDNN_ACTIVATION_SIGMOID,
-						       CUDNN_ACTIVATION_TANH, CUDNN_ACTIVATION_ELU };
+						       CUDNN_ACTIVATION_TANH, CUDNN_ACTIVATION_ELU,
+						       CUDNN_ACTIVATION_CLIPPED_RELU };
 
-	if (K->k.mode >= 4 || L->cudnnCreateActivationDescriptor(&K->act) != CUDNN_STATUS_SUCCESS ||
-	    L->cudnnSetActivationDescriptor(K->act, modes[K->k.mode], CUDNN_NOT_PROPAGATE_NAN, 1.0) !=
-		    CUDNN_STATUS_SUCCESS) {
+	if (K->k.mode >= 5 || L->cudnnCreateActivationDescriptor(&K->act) != CUDNN_STATUS_SUCCESS ||
+	    L->cudnnSetActivationDescriptor(K->act, modes[K->k.mode], CUDNN_NOT_PROPAGATE_NAN,
+					    K->k.mode == KOP_ACT_RELU6 ? 6.0 : 1.0) != CUDNN_STATUS_SUCCESS) {
 		say(why, n, "cuDNN refuses this activation");
 		return -1;
 	}

@@ -71,6 +71,7 @@ static const struct {
 	[MP_L_SIGMOID] = { KOP_ACT, NULL },
 	[MP_L_TANH] = { KOP_ACT, NULL },
 	[MP_L_ELU] = { KOP_ACT, NULL },
+	[MP_L_RELU6] = { KOP_ACT, NULL },
 	[MP_L_GELU] = { KOP_TIMED, "layer type gelu has no cuDNN kernel" },
 	[MP_L_SILU] = { KOP_TIMED, "layer type silu has no cuDNN kernel" },
 	[MP_L_POOL] = { KOP_POOL, NULL },
@@ -273,7 +274,8 @@ static const char *kop_shapes(const struct mp_net *net, const struct mp_layer *l
 			return "the input and output sizes differ";
 		if (k->type == KOP_ACT)
 			k->mode = ly->type == MP_L_RELU ? KOP_ACT_RELU : ly->type == MP_L_SIGMOID ? KOP_ACT_SIGMOID :
-				  ly->type == MP_L_TANH ? KOP_ACT_TANH : KOP_ACT_ELU;
+				  ly->type == MP_L_TANH ? KOP_ACT_TANH : ly->type == MP_L_ELU ? KOP_ACT_ELU :
+				  KOP_ACT_RELU6;
 		if (!flat(y, &k->n, &k->c))
 			return "a dimension above 2^31 - 1";
 		k->k = k->c;

@@ -38,7 +38,7 @@ enum mp_kop_type {
 };
 const char *mp_kop_type_name(enum mp_kop_type t);
 
-enum mp_kop_act { KOP_ACT_RELU, KOP_ACT_SIGMOID, KOP_ACT_TANH, KOP_ACT_ELU };
+enum mp_kop_act { KOP_ACT_RELU, KOP_ACT_SIGMOID, KOP_ACT_TANH, KOP_ACT_ELU, KOP_ACT_RELU6 };
 
 #define KOP_MAX_IN 64   /* add and concat with more inputs run timed */
 

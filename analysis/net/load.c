@@ -289,7 +289,7 @@ static int finish(struct loader *L)
 
 struct mp_net *net_load_json(json_t *root, struct mp_error *err)
 {
-	static const char *const keys[] = { "format", "name", "dtype", "optimizer", "grads", "device",
+	static const char *const keys[] = { "format", "name", "dtype", "optimizer", "grads", "framework", "device",
 		"layers", "ops", "tensors", "time_source", "description", "generator", NULL };
 	struct loader L = { 0 };
 	struct mp_net *net;
@@ -363,6 +363,15 @@ struct mp_net *net_load_json(json_t *root, struct mp_error *err)
 			goto fail;
 		}
 		net->grads_keep = !strcmp(s, "keep");
+	}
+	if ((v = json_object_get(root, "framework"))) {
+		if (jget_string(v, "framework", &s, err) < 0)
+			goto fail;
+		if (strcmp(s, "cudnn") && strcmp(s, "pytorch")) {
+			mp_error_set(err, "framework: unknown framework '%s' (cudnn or pytorch)", s);
+			goto fail;
+		}
+		net->framework = !strcmp(s, "pytorch") ? MP_FW_PYTORCH : MP_FW_CUDNN;
 	}
 	if ((v = json_object_get(root, "device"))) {
 		if (json_is_string(v)) {

@@ -21,6 +21,7 @@
 enum {
 	SAVE_INPUT = 1, SAVE_OUTPUT = 2, SAVE_PARAMS = 4, SAVE_MASK = 8,
 	SAVE_STATS = 16,
+	SAVE_INDICES = 32, /* max pool's argmax: an int64 per output element */
 };
 
 /* Conv and pool geometry keys (memplan-net(5) "Geometry"). */
@@ -118,7 +119,7 @@ int check_sizes(struct loader *L, uint32_t idx);
 
 /* lower.c: the SAVE_* bits of a layer type; the layers in an order where
  * inputs come first (-1 on a cycle); the ops of every layer. */
-unsigned default_saves(enum mp_layer_type t, int pool_max);
+unsigned default_saves(const struct lspec *s, const struct mp_shape *out, enum mp_framework fw);
 int order_layers(struct loader *L, uint32_t n, int32_t *order);
 int lower_layers(struct loader *L, uint32_t n, const int32_t *order);
 

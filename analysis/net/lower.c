@@ -14,16 +14,51 @@
 
 #include "loader.h"
 
-/* The lowering table of memplan-net(5). */
-unsigned default_saves(enum mp_layer_type t, int pool_max)
+/* An output of one element per channel: [N, C, 1, 1, ...]. */
+static bool global_map(const struct mp_shape *y)
 {
-	switch (t) {
+	if (y->nd < 3)
+		return false;
+	for (unsigned k = 2; k < y->nd; k++)
+		if (y->d[k] != 1)
+			return false;
+	return true;
+}
+
+/*
+ * What PyTorch's autograd saves where it differs from cuDNN's kernels
+ * (tools/autograd/derivatives.yaml, torch 1.13 and 2.x): hardtanh (ReLU6)
+ * and a non-in-place elu their input; max pool its input and int64 indices;
+ * avg pool its input, except the global average pool that
+ * adaptive_avg_pool2d computes as a mean (which keeps only sizes).  Else -1.
+ */
+static int pytorch_saves(const struct lspec *s, const struct mp_shape *out)
+{
+	switch (s->type) {
+	case MP_L_RELU6: return SAVE_INPUT;
+	case MP_L_ELU: return s->inplace ? SAVE_OUTPUT : SAVE_INPUT;
+	case MP_L_POOL:
+		if (s->pool_max)
+			return SAVE_INPUT | SAVE_INDICES;
+		return global_map(out) ? 0 : SAVE_INPUT;
+	default: return -1;
+	}
+}
+
+/* The lowering table of memplan-net(5). */
+unsigned default_saves(const struct lspec *s, const struct mp_shape *out, enum mp_framework fw)
+{
+	int p = fw == MP_FW_PYTORCH ? pytorch_saves(s, out) : -1;
+
+	if (p >= 0)
+		return (unsigned)p;
+	switch (s->type) {
 	case MP_L_CONV: case MP_L_FC: return SAVE_INPUT | SAVE_PARAMS;
 	case MP_L_RELU: case MP_L_SIGMOID: case MP_L_TANH: case MP_L_ELU:
-	case MP_L_SOFTMAX: return SAVE_OUTPUT;
+	case MP_L_RELU6: case MP_L_SOFTMAX: return SAVE_OUTPUT;
 	case MP_L_GELU: case MP_L_SILU: case MP_L_LOSS: case MP_L_EMBEDDING:
 		return SAVE_INPUT;
-	case MP_L_POOL: return pool_max ? SAVE_INPUT | SAVE_OUTPUT : 0;
+	case MP_L_POOL: return s->pool_max ? SAVE_INPUT | SAVE_OUTPUT : 0;
 	case MP_L_LRN: return SAVE_INPUT | SAVE_OUTPUT;
 	case MP_L_BN: case MP_L_LAYERNORM: return SAVE_INPUT | SAVE_STATS | SAVE_PARAMS;
 	case MP_L_DROPOUT: return SAVE_MASK;
@@ -73,7 +108,7 @@ static int check_inplace(struct loader *L, uint32_t idx)
 		return -1;
 	}
 	if (s->needs_grad && (s->saves & SAVE_INPUT)) {
-		mp_error_set(L->err, "%s: '%s' saves its input for backward, which updating it in place destroys", path, s->name);
+		mp_error_set(L->err, "%s: '%s' saves its input for backward, which updating it in place destroys (\"framework\": \"pytorch\" saves a copy)", path, s->name);
 		return -1;
 	}
 	/* walk back the chain of layers sharing this buffer */
@@ -215,9 +250,20 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 			if (L->ls[s->inputs[i]].needs_grad)
 				s->needs_grad = true;
 	}
-	for (uint32_t i = 0; i < n; i++)
-		if (L->ls[i].inplace && check_inplace(L, i) < 0)
+	for (uint32_t i = 0; i < n; i++) {
+		struct lspec *s = &L->ls[i];
+
+		/* PyTorch: autograd clones the input of an in-place op whose
+		 * backward reads it.  The clone and the updated buffer are two
+		 * tensors alive exactly as an input and a separate output are,
+		 * so the layer is lowered out of place: its input tensor holds
+		 * what the clone holds, its own output the updated values. */
+		if (s->inplace && s->type != MP_L_RESHAPE && s->needs_grad && (s->saves & SAVE_INPUT) &&
+		    net->framework == MP_FW_PYTORCH)
+			s->inplace = false;
+		if (s->inplace && check_inplace(L, i) < 0)
 			goto out;
+	}
 
 	net->n_layers = n;
 	for (uint32_t i = 0; i < n; i++) {
@@ -225,7 +271,7 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 		struct mp_layer *ly = &net->layers[i];
 		const char *nm = s->name;
 		int32_t *pid = arena_array(net, s->n_params, sizeof(int32_t));
-		int32_t mask = -1, stats = -1, op_id;
+		int32_t mask = -1, stats = -1, indices = -1, op_id;
 		struct mp_op *op;
 		char path[64];
 
@@ -272,6 +318,18 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 				goto dup_tensor;
 			net->tensors[stats].per_sample = s->per_sample && s->type != MP_L_BN;
 		}
+		if (s->needs_grad && (s->saves & SAVE_INDICES)) {
+			uint64_t ib;
+
+			if (mp_mul_u64(s->elems ? s->elems : 1, 8, &ib) < 0 || ib > MP_MAX_BYTES) {
+				mp_error_set(L->err, "%s: the max pool's int64 indices would be larger than 1 PiB", path);
+				goto out;
+			}
+			indices = add_tensor(L, fmt_name(net, nm, ".indices"), ib, MP_TK_ACTIVATION, (int32_t)i);
+			if (indices < 0)
+				goto dup_tensor;
+			net->tensors[indices].per_sample = s->per_sample;
+		}
 		ly->mask = mask;
 		ly->stats = stats;
 		/* forward op */
@@ -290,6 +348,8 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 			idl_add(&out, mask);
 		if (stats >= 0)
 			idl_add(&out, stats);
+		if (indices >= 0)
+			idl_add(&out, indices);
 		op->in = idl_commit(net, &in, &op->n_in);
 		op->out = idl_commit(net, &out, &op->n_out);
 		op->batch = s->batch;
@@ -358,7 +418,7 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 				    (!(s->type == MP_L_CONV || s->type == MP_L_FC) || (int32_t)k == first_param))
 					idl_add(&in, fop->in[k]);
 		}
-		for (uint32_t k = 1; k < fop->n_out; k++) /* mask, stats */
+		for (uint32_t k = 1; k < fop->n_out; k++) /* mask, stats, indices */
 			idl_add(&in, fop->out[k]);
 		if (dout[i] >= 0)
 			idl_add(&in, dout[i]);

@@ -35,11 +35,16 @@ enum mp_layer_type {
 	MP_L_ELU, MP_L_GELU, MP_L_SILU, MP_L_POOL, MP_L_LRN, MP_L_BN,
 	MP_L_LAYERNORM, MP_L_DROPOUT, MP_L_SOFTMAX, MP_L_LOSS, MP_L_ADD,
 	MP_L_CONCAT, MP_L_EMBEDDING, MP_L_ATTENTION, MP_L_RESHAPE, MP_L_CUSTOM,
+	MP_L_RELU6,         /* min(max(x, 0), 6): cuDNN's clipped relu, PyTorch's hardtanh */
 	MP_L_OP,            /* an op written directly in "ops" */
 	MP_L__COUNT
 };
 const char *mp_layer_type_name(enum mp_layer_type t);
 int mp_layer_type_parse(const char *s); /* aliases: linear, matmul -> fc; -1 */
+
+/* Whose saved tensors the lowering follows (memplan-net(5), "framework"):
+ * cuDNN's kernels (the default), or PyTorch's autograd. */
+enum mp_framework { MP_FW_CUDNN, MP_FW_PYTORCH };
 
 enum mp_optimizer { MP_OPT_NONE, MP_OPT_SGD, MP_OPT_MOMENTUM, MP_OPT_ADAM };
 const char *mp_optimizer_name(enum mp_optimizer o);
@@ -131,6 +136,7 @@ struct mp_net {
 	bool grads_keep;          /* "grads": "keep": parameter gradients live
 				   * across iterations, as PyTorch's .grad before
 				   * zero_grad(set_to_none=True) */
+	enum mp_framework framework;
 	bool has_device;
 	struct mp_device device;
 	uint32_t n_tensors, n_ops, n_layers;

@@ -283,14 +283,14 @@ static int parse_saves(struct loader *L, struct lspec *s, json_t *v, const char 
 {
 	static const struct { const char *name; unsigned bit; } items[] = {
 		{ "input", SAVE_INPUT }, { "output", SAVE_OUTPUT }, { "params", SAVE_PARAMS },
-		{ "mask", SAVE_MASK }, { "stats", SAVE_STATS },
+		{ "mask", SAVE_MASK }, { "stats", SAVE_STATS }, { "indices", SAVE_INDICES },
 	};
 	char p[256];
 	size_t i;
 	json_t *x;
 
 	if (!json_is_array(v)) {
-		mp_error_set(L->err, "%s: expected an array of \"input\", \"output\", \"params\", \"mask\", \"stats\", got %s", path, jget_type(v));
+		mp_error_set(L->err, "%s: expected an array of \"input\", \"output\", \"params\", \"mask\", \"stats\", \"indices\", got %s", path, jget_type(v));
 		return -1;
 	}
 	s->saves = 0;
@@ -305,7 +305,7 @@ static int parse_saves(struct loader *L, struct lspec *s, json_t *v, const char 
 			if (!strcmp(str, items[k].name))
 				break;
 		if (k == sizeof(items) / sizeof(items[0])) {
-			mp_error_set(L->err, "%s: unknown item '%s' (expected input, output, params, mask or stats)", p, str);
+			mp_error_set(L->err, "%s: unknown item '%s' (expected input, output, params, mask, stats or indices)", p, str);
 			return -1;
 		}
 		s->saves |= items[k].bit;
@@ -541,10 +541,6 @@ int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 			return -1;
 		s->geo_given |= 1u << g;
 	}
-	s->saves = default_saves(s->type, s->pool_max);
-	if ((v = json_object_get(obj, "saves")) &&
-	    parse_saves(L, s, v, jget_path(p, sizeof(p), path, "saves")) < 0)
-		return -1;
 	if ((v = json_object_get(obj, "inplace"))) {
 		int b;
 
@@ -554,6 +550,10 @@ int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 	}
 	if (s->type == MP_L_RESHAPE)
 		s->inplace = true;
+	s->saves = default_saves(s, &ly->shape, L->net->framework);
+	if ((v = json_object_get(obj, "saves")) &&
+	    parse_saves(L, s, v, jget_path(p, sizeof(p), path, "saves")) < 0)
+		return -1;
 	if ((v = json_object_get(obj, "comment")) && !json_is_string(v)) {
 		mp_error_set(L->err, "%s.comment: expected a string, got %s", path, jget_type(v));
 		return -1;

@@ -444,13 +444,12 @@ static struct zt cbr6(struct zb *b, const struct zt *x, unsigned cout, unsigned 
 
 	y = bn(b, &y, "bn");
 	if (act_after)
-		y = relu(b, &y, "relu6");
+		y = act(b, &y, "relu6", true, "relu6");
 	zb_pop(b, save);
 	return y;
 }
 
-/* torchvision mobilenet_v2 (width 1.0): inverted residuals, ReLU6 in place
- * (a relu layer: its backward reads the output alike). */
+/* torchvision mobilenet_v2 (width 1.0): inverted residuals, ReLU6 in place. */
 static void gen_mobilenet_v2(struct zb *b, uint32_t batch, uint32_t ih, uint32_t iw)
 {
 	static const unsigned cfg[7][4] = {

@@ -376,7 +376,7 @@ struct zt act(struct zb *b, const struct zt *x, const char *type, bool inplace,
 
 	if (inplace)
 		json_object_set_new(l, "inplace", json_true());
-	finish(b, l, (strcmp(type, "relu") ? 8.0 : 1.0) * (double)zt_elems(x), NULL, NULL);
+	finish(b, l, (strcmp(type, "relu") && strcmp(type, "relu6") ? 8.0 : 1.0) * (double)zt_elems(x), NULL, NULL);
 	return o;
 }
 

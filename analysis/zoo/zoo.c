@@ -164,6 +164,7 @@ void zoo_opts_init(struct zoo_opts *o)
 	o->dtype = -1;
 	o->optimizer = -1;
 	o->grads_keep = -1;
+	o->framework = -1;
 }
 
 int check_range(const char *model, const char *what, uint32_t v, uint32_t lo, uint32_t hi,
@@ -330,6 +331,8 @@ json_t *zoo_generate(const char *model, const struct zoo_opts *opts, struct mp_e
 	json_object_set_new(root, "optimizer", json_string(mp_optimizer_name((enum mp_optimizer)o.optimizer)));
 	if (o.grads_keep >= 0)
 		json_object_set_new(root, "grads", json_string(o.grads_keep ? "keep" : "set_to_none"));
+	if (o.framework >= 0)
+		json_object_set_new(root, "framework", json_string(o.framework == MP_FW_PYTORCH ? "pytorch" : "cudnn"));
 	json_object_set_new(root, "device", catalog ? json_string(dev->name) : device_to_json(dev));
 	{
 		char ts[96];

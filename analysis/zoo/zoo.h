@@ -48,6 +48,7 @@ struct zoo_opts {
 	int dtype;               /* enum mp_dtype; -1: float32 */
 	int optimizer;           /* enum mp_optimizer; -1: the model's default */
 	int grads_keep;          /* "grads": 1 keep, 0 set_to_none; -1: not written */
+	int framework;           /* enum mp_framework for "framework"; -1: not written */
 	const struct mp_device *device; /* NULL: ZOO_DEFAULT_DEVICE */
 };
 void zoo_opts_init(struct zoo_opts *o);

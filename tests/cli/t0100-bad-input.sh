@@ -50,7 +50,7 @@ bad json-bom 'line 1, column 1: invalid JSON: the file starts with a byte order 
 # ---- top level ------------------------------------------------------------
 bad top-array '(top level): expected an object, got an array'
 bad top-string 'line 1, column 15: invalid JSON: '\''['\'' or '\''{'\'' expected near '\''"memplan-net/1"'\'''
-bad top-unknown-key 'layerz: unknown key (expected one of: format, name, dtype, optimizer, grads, device, layers, ops, tensors, time_source, description, generator)'
+bad top-unknown-key 'layerz: unknown key (expected one of: format, name, dtype, optimizer, grads, framework, device, layers, ops, tensors, time_source, description, generator)'
 bad format-missing 'format: missing (expected "memplan-net/1")'
 # Found: the message did not say what the file gave (a newer version? a typo?).
 bad format-wrong-version 'format: expected "memplan-net/1", got "memplan-net/2"'
@@ -138,6 +138,8 @@ bad concat-larger "layers[2]: the concat 'cat' makes 3072 bytes, but its inputs 
 bad time-bwd-data 'layers[0].time.bwd: a data layer has no backward pass (nothing to differentiate)'
 bad time-update-no-params 'layers[2].time.update: the layer has no parameters, so the optimizer never updates it (give "params" or drop the time)'
 bad grads-unknown "grads: unknown mode 'sometimes' (keep or set_to_none)"
+bad framework-unknown "framework: unknown framework 'tensorflow' (cudnn or pytorch)"
+bad framework-number "framework: expected a string, got an integer"
 bad op-output-twice "ops[0].outputs[1]: 'h' is listed twice (also at [0]); an op writes each output once"
 # what add and concat do allow: a broadcasting add, a concat of stated crops
 expect_run "check sizes-ok" 0 --stdout-grep "valid memplan-net/1 'sizes-ok'" -- memplan check tests/data/sizes-ok.json
@@ -207,16 +209,16 @@ bad algos-time-update 'layers[1].algos[0].time.update: unknown key (expected one
 bad algos-unknown-key 'layers[1].algos[0].ws: unknown key (expected one of: name, workspace, time, batch)'
 
 # ---- saves, mode, in place ------------------------------------------------
-bad saves-string 'layers[2].saves: expected an array of "input", "output", "params", "mask", "stats", got a string'
+bad saves-string 'layers[2].saves: expected an array of "input", "output", "params", "mask", "stats", "indices", got a string'
 bad saves-number 'layers[2].saves[0]: expected a string, got an integer'
-bad saves-unknown "layers[2].saves[0]: unknown item 'outputs' (expected input, output, params, mask or stats)"
+bad saves-unknown "layers[2].saves[0]: unknown item 'outputs' (expected input, output, params, mask, stats or indices)"
 bad mode-not-pool 'layers[2].mode: only pool layers have a mode'
 bad mode-number 'layers[2].mode: expected a string, got an integer'
 bad mode-unknown "layers[2].mode: unknown pool mode 'min' (max or avg)"
 bad inplace-string 'layers[2].inplace: expected true or false, got a string'
 bad inplace-two-consumers "layers[2].inplace: 'relu1' overwrites the output of 'fc1', which 2 layers read"
 bad inplace-producer-saves-output "layers[3].inplace: 'relu2' overwrites the output of 'relu1', which its backward reads"
-bad inplace-saves-input "layers[2].inplace: 'relu1' saves its input for backward, which updating it in place destroys"
+bad inplace-saves-input "layers[2].inplace: 'relu1' saves its input for backward, which updating it in place destroys (\"framework\": \"pytorch\" saves a copy)"
 bad inplace-size-mismatch "layers[2].inplace: output of 'relu1' (512 bytes) differs from its input 'fc1' (1024 bytes)"
 bad inplace-two-inputs 'layers[2].inplace: an in-place layer has exactly one input'
 # Found: a reshape is in place implicitly; its errors named

@@ -110,6 +110,55 @@ static const char alex_json[] =
 	" {'name': 'pool1', 'type': 'pool', 'inputs': ['relu1'], 'shape': [2, 96, 27, 27]},"
 	" {'name': 'loss', 'type': 'loss', 'inputs': ['pool1'], 'shape': [2, 96, 27, 27]}]}";
 
+/*
+ * ReLU6 is cuDNN's clipped relu (KOP_ACT_RELU6, ceiling 6).  Under
+ * "framework": "pytorch" its backward reads its input and max pooling
+ * saves int64 indices, which no cuDNN kernel reads: those ops run timed,
+ * saying why.
+ */
+static const char relu6_json[] =
+	"{'format': 'memplan-net/1', 'name': 'r6', %s'layers': ["
+	" {'name': 'data', 'type': 'data', 'shape': [2, 3, 8, 8]},"
+	" {'name': 'conv1', 'type': 'conv', 'inputs': ['data'], 'shape': [2, 4, 8, 8], 'params': [[4, 3, 3, 3]], 'pad': 1},"
+	" {'name': 'act', 'type': 'relu6', 'inputs': ['conv1'], 'shape': [2, 4, 8, 8], 'inplace': true},"
+	" {'name': 'pool1', 'type': 'pool', 'inputs': ['act'], 'shape': [2, 4, 4, 4], 'kernel': 2, 'stride': 2},"
+	" {'name': 'loss', 'type': 'loss', 'inputs': ['pool1'], 'shape': [2, 4, 4, 4]}]}";
+
+static void test_relu6(void)
+{
+	char text[sizeof(relu6_json) + 64];
+	struct mp_net *net;
+	struct mp_kop k;
+
+	snprintf(text, sizeof(text), relu6_json, "");
+	if ((net = load_q(text))) {
+		kop_of(net, "act.fwd", &k);
+		CHECK_U64(k.type, KOP_ACT);
+		CHECK_U64(k.mode, KOP_ACT_RELU6);
+		CHECK(k.why == NULL);
+		kop_of(net, "act.bwd", &k);
+		CHECK(k.why == NULL);
+		CHECK(k.y == T(net, "conv1.out"));
+		kop_of(net, "pool1.bwd", &k);
+		CHECK(k.why == NULL);
+		net_free(net);
+	}
+	snprintf(text, sizeof(text), relu6_json, "'framework': 'pytorch', ");
+	if ((net = load_q(text))) {
+		kop_of(net, "act.fwd", &k);
+		CHECK_U64(k.mode, KOP_ACT_RELU6);
+		CHECK(k.x[0] == T(net, "conv1.out"));
+		CHECK(k.y == T(net, "act.out")); /* out of place: the input is the clone */
+		kop_of(net, "act.bwd", &k);
+		CHECK_U64(k.type, KOP_TIMED);
+		CHECK_STR(k.why, "reads or writes differ from the act kernel's");
+		kop_of(net, "pool1.bwd", &k);
+		CHECK_U64(k.type, KOP_TIMED);
+		CHECK_STR(k.why, "reads or writes differ from the pool kernel's");
+		net_free(net);
+	}
+}
+
 static void test_alexnet_head(void)
 {
 	struct mp_net *net = load_q(alex_json);
@@ -883,6 +932,7 @@ int main(void)
 	struct mp_net *mix;
 
 	test_alexnet_head();
+	test_relu6();
 	mix = load_q(mix_json);
 	if (mix) {
 		test_mix_conv_bn(mix);

@@ -77,6 +77,85 @@ static unsigned count_type(const struct mp_net *net, enum mp_layer_type t)
 	return n;
 }
 
+/* Whether op (by name) reads tensor (by name). */
+static bool op_reads(const struct mp_net *net, const char *op, const char *tensor)
+{
+	int32_t t = net_find_tensor(net, tensor);
+
+	for (uint32_t o = 0; o < net->n_ops; o++)
+		if (!strcmp(net->ops[o].name, op)) {
+			for (uint32_t k = 0; k < net->ops[o].n_in; k++)
+				if (net->ops[o].in[k] == t)
+					return true;
+			return false;
+		}
+	fprintf(stderr, "no op '%s' in '%s'\n", op, net->name);
+	return false;
+}
+
+static uint64_t tensor_bytes(const struct mp_net *net, const char *name)
+{
+	int32_t t = net_find_tensor(net, name);
+
+	return t < 0 ? 0 : net->tensors[t].bytes;
+}
+
+/*
+ * gen --framework pytorch (memplan-net(5), FRAMEWORK) at batch 2, 64x64:
+ * mobilenet-v2's ReLU6 saves a copy of its input: lowered out of place, its
+ * backward reads the batch norm's output and the updated values are a
+ * tensor of their own, [2, 32, 32, 32] float32 in the stem; resnet18's max pool its input and int64 indices, [2, 64, 16, 16]
+ * * 8 B, not its output; its global average pool nothing; densenet-121's
+ * transition pools (2x2 average) their input.  cudnn: the output, and none.
+ */
+static void test_framework(void)
+{
+	struct zoo_opts o;
+	struct mp_net *pt, *cu;
+
+	zoo_opts_init(&o);
+	o.batch = 2;
+	o.image_h = o.image_w = 64;
+	o.framework = MP_FW_PYTORCH;
+	if ((pt = load_opts("mobilenet-v2", &o))) {
+		CHECK(pt->framework == MP_FW_PYTORCH);
+		CHECK_U64(tensor_bytes(pt, "stem.relu6.out"), 2 * 32 * 32 * 32 * 4);
+		CHECK(op_reads(pt, "stem.relu6.bwd", "stem.bn.out"));
+		CHECK(!op_reads(pt, "stem.relu6.bwd", "stem.relu6.out"));
+		CHECK(op_reads(pt, "block1.dw.conv.fwd", "stem.relu6.out"));
+		net_free(pt);
+	}
+	if ((pt = load_opts("resnet18", &o))) {
+		CHECK_U64(tensor_bytes(pt, "maxpool.indices"), 2 * 64 * 16 * 16 * 8);
+		CHECK(op_reads(pt, "maxpool.bwd", "maxpool.indices"));
+		CHECK(op_reads(pt, "maxpool.bwd", "bn1.out"));
+		CHECK(!op_reads(pt, "maxpool.bwd", "maxpool.out"));
+		CHECK_U64(tensor_bytes(pt, "layer4.1.add.out"), 2 * 512 * 2 * 2 * 4);
+		CHECK(!op_reads(pt, "avgpool.bwd", "layer4.1.add.out"));
+		net_free(pt);
+	}
+	if ((pt = load_opts("densenet-121", &o))) {
+		CHECK(op_reads(pt, "transition1.pool.bwd", "transition1.conv.out"));
+		net_free(pt);
+	}
+	o.framework = -1;
+	if ((cu = load_opts("mobilenet-v2", &o))) {
+		CHECK(cu->framework == MP_FW_CUDNN);
+		CHECK(net_find_tensor(cu, "stem.relu6.out") < 0);
+		CHECK(op_reads(cu, "stem.relu6.bwd", "stem.bn.out"));
+		net_free(cu);
+	}
+	if ((cu = load_opts("resnet18", &o))) {
+		CHECK(net_find_tensor(cu, "maxpool.indices") < 0);
+		CHECK(op_reads(cu, "maxpool.bwd", "maxpool.out"));
+		net_free(cu);
+	}
+	if ((cu = load_opts("densenet-121", &o))) {
+		CHECK(!op_reads(cu, "transition1.pool.bwd", "transition1.conv.out"));
+		net_free(cu);
+	}
+}
+
 static void test_param_counts(void)
 {
 	/* torchvision (alexnet .. mobilenet_v2), timm inception_v4, Hugging Face
@@ -484,5 +563,6 @@ int main(void)
 	test_roofline();
 	test_errors();
 	test_all_models_analyze();
+	test_framework();
 	return unit_report("test_zoo");
 }
