@@ -1,8 +1,10 @@
 /*
  * Event simulation of a Schedule (DESIGN.md "Simulator"; TENSILE IV-B Alg. 1
  * generalised to three engines).  One pass issues actions in program order on
- * their engines; memory events are produced in three streams (compute-ordered,
- * h2d, d2h), each already sorted by time, and merged: O(actions).
+ * their engines; memory events come in three streams (compute-ordered, h2d,
+ * d2h), each already sorted by time, and are merged: O(actions).  The
+ * compute-ordered events are read back from the issued actions themselves,
+ * not stored: a schedule may hold millions of actions.
  */
 #include "sim.h"
 
@@ -14,8 +16,8 @@ enum { ST_ABSENT, ST_RESIDENT, ST_IN_FLIGHT, ST_HOST };
 
 struct event {
 	double t;
-	uint32_t seq;     /* action index * 2 + sub: program order at equal time */
 	int64_t delta;    /* bytes */
+	uint32_t seq;     /* action index * 2 + sub: program order at equal time */
 	int32_t dlive;    /* tensors */
 	int32_t step;     /* compute end marker: its step; else -1 */
 	int32_t tensor;   /* memory events: the tensor; else -1 */
@@ -30,7 +32,7 @@ static void emit(struct stream *s, double t, uint32_t seq, int64_t delta,
 		 int32_t dlive, int32_t step, int32_t tensor)
 {
 	mp_grow((void **)&s->ev, &s->cap, s->n + 1, sizeof(*s->ev));
-	s->ev[s->n++] = (struct event){ t, seq, delta, dlive, step, tensor };
+	s->ev[s->n++] = (struct event){ t, delta, seq, dlive, step, tensor };
 }
 
 static int before(const struct event *a, const struct event *b)
@@ -38,21 +40,111 @@ static int before(const struct event *a, const struct event *b)
 	return a->t < b->t || (a->t == b->t && a->seq < b->seq);
 }
 
-/* Three-way merge of streams each sorted by (time, seq). */
-struct merge {
-	struct stream *s[3];
-	uint32_t i[3];
+/*
+ * The compute-ordered events, read back in program order from the actions
+ * once all are issued (with their times): each action's but the swaps',
+ * which the copy engines' streams hold.  held[t] follows what t reserves as
+ * the issuing did (an alloc its bytes, a swap-in the tensor's), for the free
+ * that gives it back.
+ */
+struct cursor {
+	const struct mp_net *net;
+	const struct mp_schedule *s;
+	uint64_t *held;           /* [n_tensors] */
+	uint32_t i, sub;          /* the next action, and its next event */
+	uint32_t step;            /* compute actions passed */
 };
 
-static const struct event *merge_next(struct merge *m)
+/* The next compute-ordered event into *e; 0 after the last. */
+static int cursor_next(struct cursor *c, struct event *e)
 {
-	int best = -1;
+	for (; c->i < c->s->n; c->i++, c->sub = 0) {
+		const struct mp_action *a = &c->s->a[c->i];
+		uint32_t seq = 2 * c->i;
+		int32_t t = a->tensor;
 
-	for (int k = 0; k < 3; k++)
-		if (m->i[k] < m->s[k]->n &&
-		    (best < 0 || before(&m->s[k]->ev[m->i[k]], &m->s[best]->ev[m->i[best]])))
-			best = k;
-	return best < 0 ? NULL : &m->s[best]->ev[m->i[best]++];
+		switch (a->kind) {
+		case MP_ACT_COMPUTE:
+		case MP_ACT_RECOMPUTE:
+			if (!c->sub) { /* its start, then its end */
+				c->sub = 1;
+				*e = (struct event){ a->start_ms, 0, seq, 0, -1, -1 };
+				return 1;
+			}
+			*e = (struct event){ a->end_ms, 0, seq + 1, 0,
+					     a->kind == MP_ACT_COMPUTE ? (int32_t)c->step++ : -1, -1 };
+			break;
+		case MP_ACT_ALLOC:
+			c->held[t] = a->bytes;
+			*e = (struct event){ a->start_ms, (int64_t)a->bytes, seq, 1, -1, t };
+			break;
+		case MP_ACT_FREE:
+			*e = (struct event){ a->start_ms, -(int64_t)c->held[t], seq, -1, -1, t };
+			c->held[t] = 0;
+			break;
+		case MP_ACT_WAIT:
+			*e = (struct event){ a->start_ms, 0, seq, 0, -1, -1 };
+			break;
+		case MP_ACT_SWAP_IN:
+			c->held[t] = c->net->tensors[t].bytes;
+			continue;
+		case MP_ACT_SWAP_OUT:
+			c->held[t] = 0;
+			continue;
+		}
+		c->i++;
+		c->sub = 0;
+		return 1;
+	}
+	return 0;
+}
+
+/* Three-way merge of the compute-ordered events and the two copy streams,
+ * each sorted by (time, seq). */
+struct merge {
+	struct cursor c;
+	struct event ce;          /* the cursor's next event, when c_has */
+	int c_has;
+	const struct stream *s[2];
+	uint32_t i[2];
+};
+
+static void merge_init(struct merge *m, const struct mp_net *net, const struct mp_schedule *s,
+		       const struct stream *h2d, const struct stream *d2h)
+{
+	memset(m, 0, sizeof(*m));
+	m->c.net = net;
+	m->c.s = s;
+	m->c.held = mp_xcalloc(net->n_tensors, sizeof(*m->c.held));
+	m->c_has = cursor_next(&m->c, &m->ce);
+	m->s[0] = h2d;
+	m->s[1] = d2h;
+}
+
+static void merge_release(struct merge *m)
+{
+	free(m->c.held);
+}
+
+/* The next event in (time, seq) order into *e; 0 after the last. */
+static int merge_next(struct merge *m, struct event *e)
+{
+	const struct event *best = m->c_has ? &m->ce : NULL;
+	int from = -1;
+
+	for (int k = 0; k < 2; k++)
+		if (m->i[k] < m->s[k]->n && (!best || before(&m->s[k]->ev[m->i[k]], best))) {
+			best = &m->s[k]->ev[m->i[k]];
+			from = k;
+		}
+	if (!best)
+		return 0;
+	*e = *best;
+	if (from >= 0)
+		m->i[from]++;
+	else
+		m->c_has = cursor_next(&m->c, &m->ce);
+	return 1;
 }
 
 static const char *act_label(const struct mp_net *net, const struct mp_action *a, char *buf, size_t n)
@@ -99,7 +191,7 @@ struct sim_state {
 	double *ready;             /* [n_tensors] device data ready */
 	double *host_ready;        /* [n_tensors] */
 	uint64_t *held;            /* [n_tensors] bytes reserved */
-	struct stream cs, hs, ds;  /* compute-ordered, h2d, d2h events */
+	struct stream hs, ds;      /* h2d, d2h events */
 	double tc, th, td;         /* when each engine is next free */
 	uint32_t step;             /* compute actions issued */
 	char lab[300];
@@ -151,7 +243,6 @@ static void sim_state_release(struct sim_state *S)
 	free(S->ready);
 	free(S->host_ready);
 	free(S->held);
-	free(S->cs.ev);
 	free(S->hs.ev);
 	free(S->ds.ev);
 }
@@ -301,13 +392,10 @@ static int sim_compute(struct sim_state *S, uint32_t i)
 		if (a->kind == MP_ACT_COMPUTE)
 			S->origw[op->out[k]] = a->op + 1;
 	}
-	emit(&S->cs, a->start_ms, 2 * i, 0, 0, -1, -1);
 	if (a->kind == MP_ACT_COMPUTE) {
-		out->steps[S->step].op = a->op;
-		emit(&S->cs, a->end_ms, 2 * i + 1, 0, 0, (int32_t)S->step++, -1);
+		out->steps[S->step++].op = a->op;
 		out->compute_ms += ms;
 	} else {
-		emit(&S->cs, a->end_ms, 2 * i + 1, 0, 0, -1, -1);
 		out->recompute_ms += ms;
 		out->n_recompute++;
 	}
@@ -331,7 +419,6 @@ static int sim_alloc(struct sim_state *S, uint32_t i)
 	if (!S->valid[t])
 		S->curw[t] = 0;
 	a->start_ms = a->end_ms = S->tc;
-	emit(&S->cs, S->tc, 2 * i, (int64_t)a->bytes, 1, -1, t);
 	return 0;
 }
 
@@ -347,7 +434,6 @@ static int sim_free(struct sim_state *S, uint32_t i)
 	}
 	S->st[t] = ST_ABSENT;
 	a->start_ms = a->end_ms = S->tc;
-	emit(&S->cs, S->tc, 2 * i, -(int64_t)S->held[t], -1, -1, t);
 	S->held[t] = 0;
 	return 0;
 }
@@ -433,7 +519,6 @@ static int sim_wait(struct sim_state *S, uint32_t i)
 		return -1;
 	}
 	a->start_ms = a->end_ms = S->tc;
-	emit(&S->cs, S->tc, 2 * i, 0, 0, -1, -1);
 	return 0;
 }
 
@@ -502,17 +587,19 @@ static int sim_check_end(struct sim_state *S)
 static uint32_t sim_curve(struct sim_state *S)
 {
 	struct mp_sim *out = S->out;
-	struct merge m = { { &S->cs, &S->hs, &S->ds }, { 0, 0, 0 } };
-	const struct event *e;
+	struct merge m;
+	struct event ev, next;
+	const struct event *e = &ev;
 	uint32_t cur = 0, ord = 0, peak_ord = 0;
 	int64_t res = 0;
 	int32_t live = 0;
-	int cur_seen = 0, any = 0;
+	int cur_seen = 0, any = 0, more;
 
-	const struct event *next = merge_next(&m);
-
-	while ((e = next)) {
-		next = merge_next(&m);
+	merge_init(&m, S->net, S->s, &S->hs, &S->ds);
+	more = merge_next(&m, &next);
+	while (more) {
+		ev = next;
+		more = merge_next(&m, &next);
 		res += e->delta;
 		live += e->dlive;
 		MP_ASSERT(res >= 0 && live >= 0);
@@ -522,7 +609,7 @@ static uint32_t sim_curve(struct sim_state *S)
 		 * between instants (through a stall, say); not the moments
 		 * between several frees at one instant, which would depend on
 		 * the order they are listed in */
-		if ((e->delta > 0 || (e->delta == 0 && e->step < 0) || !next || next->t != e->t) &&
+		if ((e->delta > 0 || (e->delta == 0 && e->step < 0) || !more || next.t != e->t) &&
 		    (!cur_seen || (uint64_t)res > out->steps[cur].bytes)) {
 			out->steps[cur].bytes = (uint64_t)res;
 			out->steps[cur].live = (uint32_t)live;
@@ -542,6 +629,7 @@ static uint32_t sim_curve(struct sim_state *S)
 			cur_seen = 0;
 		}
 	}
+	merge_release(&m);
 	return peak_ord;
 }
 
@@ -549,13 +637,15 @@ static uint32_t sim_curve(struct sim_state *S)
 static void sim_peak_tensors(struct sim_state *S, uint32_t peak_ord)
 {
 	struct mp_sim *out = S->out;
-	struct merge m = { { &S->cs, &S->hs, &S->ds }, { 0, 0, 0 } };
-	const struct event *e;
+	struct merge m;
+	struct event e;
 	uint8_t *in = mp_xcalloc(S->net->n_tensors, 1);
 
-	for (uint32_t k = 0; k <= peak_ord && (e = merge_next(&m)); k++)
-		if (e->tensor >= 0)
-			in[e->tensor] = e->dlive > 0;
+	merge_init(&m, S->net, S->s, &S->hs, &S->ds);
+	for (uint32_t k = 0; k <= peak_ord && merge_next(&m, &e); k++)
+		if (e.tensor >= 0)
+			in[e.tensor] = e.dlive > 0;
+	merge_release(&m);
 	out->peak_tensors = mp_xmalloc((out->live_at_peak + 1) * sizeof(int32_t));
 	for (uint32_t t = 0; t < S->net->n_tensors; t++)
 		if (in[t] && out->n_peak_tensors < out->live_at_peak)
