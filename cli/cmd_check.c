@@ -44,6 +44,8 @@ int cmd_check(int argc, char **argv)
 		json_object_set_new(root, "valid", json_true());
 		json_object_set_new(root, "dtype", json_string(mp_dtype_name(net->dtype)));
 		json_object_set_new(root, "optimizer", json_string(mp_optimizer_name(net->optimizer)));
+		json_object_set_new(root, "precision", net->precision.policy != MP_PREC_NONE ?
+				    json_string(mp_precision_name(net->precision.policy)) : json_null());
 		json_object_set_new(root, "framework", json_string(net->framework == MP_FW_PYTORCH ? "pytorch" : "cudnn"));
 		json_object_set_new(root, "grads", json_string(net->grads_keep ? "keep" : "set_to_none"));
 		json_object_set_new(root, "layers", json_integer(net->n_layers));
@@ -66,8 +68,10 @@ int cmd_check(int argc, char **argv)
 		json_object_set_new(root, "device", net->has_device ? json_string(net->device.name) : json_null());
 		out_json(stdout, root);
 	} else {
-		printf("%s: valid memplan-net/1 '%s' (%s, optimizer %s%s%s)\n", argv[at], net->name,
+		printf("%s: valid memplan-net/1 '%s' (%s, optimizer %s%s%s%s%s)\n", argv[at], net->name,
 		       mp_dtype_name(net->dtype), mp_optimizer_name(net->optimizer),
+		       net->precision.policy != MP_PREC_NONE ? ", precision " : "",
+		       net->precision.policy != MP_PREC_NONE ? mp_precision_name(net->precision.policy) : "",
 		       net->framework == MP_FW_PYTORCH ? ", framework pytorch" : "",
 		       net->grads_keep ? ", grads keep" : "");
 		printf("  layers       %u\n", net->n_layers);

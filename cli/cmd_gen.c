@@ -1,6 +1,7 @@
 /*
  * memplan gen MODEL [--batch N] [--depth N] [--image HxW] [--seq N]
- *   [--hidden N] [--heads N] [--dtype T] [--optimizer O] [--grads G] [--framework F]
+ *   [--hidden N] [--heads N] [--dtype T] [--optimizer O] [--precision P] [--grads G]
+ *   [--framework F]
  *   [--device NAME|FILE] [-o FILE]
  * Write the memplan-net/1 description of a published network (analysis/zoo)
  * with roofline times for a device, one layer per line so that diffs of
@@ -148,15 +149,67 @@ static int set_framework(const char *name, const char *arg, void *dst)
 
 static int set_optimizer(const char *name, const char *arg, void *dst)
 {
-	static const char *const names[] = { "none", "sgd", "momentum", "adam" };
+	int k = mp_optimizer_parse(arg);
 
-	for (int k = 0; k < 4; k++)
-		if (!strcmp(arg, names[k])) {
-			((struct gen_args *)dst)->zo.optimizer = k;
-			return 0;
+	if (k < 0) {
+		cli_error(EXIT_BAD_INPUT, "gen: %s: expected one of %s, got '%s'", name, mp_optimizer_list, arg);
+		return -1;
+	}
+	((struct gen_args *)dst)->zo.optimizer = k;
+	return 0;
+}
+
+/* POLICY[,KIND=DTYPE...]: KIND params, grads, master (or master=none), state. */
+static int set_precision(const char *name, const char *arg, void *dst)
+{
+	static const struct { const char *kind; unsigned bit; } kinds[] = {
+		{ "params", ZOO_PREC_PARAMS }, { "grads", ZOO_PREC_GRADS },
+		{ "master", ZOO_PREC_MASTER }, { "state", ZOO_PREC_STATE },
+	};
+	struct zoo_opts *o = &((struct gen_args *)dst)->zo;
+	char buf[256], *tok, *save = NULL;
+
+	if (strlen(arg) >= sizeof(buf)) {
+		cli_error(EXIT_BAD_INPUT, "gen: %s: too long", name);
+		return -1;
+	}
+	strcpy(buf, arg);
+	tok = strtok_r(buf, ",", &save);
+	if (!tok || mp_precision_preset(tok, &o->precision) < 0) {
+		cli_error(EXIT_BAD_INPUT, "gen: %s: expected fp32, bf16-mixed, fp16-mixed or bf16-pure, then ,KIND=DTYPE overrides, got '%s'",
+			  name, arg);
+		return -1;
+	}
+	o->prec_given = ZOO_PREC_POLICY;
+	while ((tok = strtok_r(NULL, ",", &save))) {
+		char *eq = strchr(tok, '=');
+		size_t k;
+		int dt;
+
+		for (k = 0; eq && k < sizeof(kinds) / sizeof(kinds[0]); k++)
+			if ((size_t)(eq - tok) == strlen(kinds[k].kind) && !strncmp(tok, kinds[k].kind, (size_t)(eq - tok)))
+				break;
+		if (!eq || k == sizeof(kinds) / sizeof(kinds[0])) {
+			cli_error(EXIT_BAD_INPUT, "gen: %s: '%s' is not KIND=DTYPE with KIND params, grads, master or state",
+				  name, tok);
+			return -1;
 		}
-	cli_error(EXIT_BAD_INPUT, "gen: %s: expected sgd, momentum, adam or none, got '%s'", name, arg);
-	return -1;
+		dt = kinds[k].bit == ZOO_PREC_MASTER && !strcmp(eq + 1, "none") ? -2 : mp_dtype_parse(eq + 1);
+		if (dt == -1) {
+			cli_error(EXIT_BAD_INPUT, "gen: %s: unknown dtype '%s'", name, eq + 1);
+			return -1;
+		}
+		o->prec_given |= kinds[k].bit;
+		if (kinds[k].bit == ZOO_PREC_PARAMS)
+			o->precision.params = (enum mp_dtype)dt;
+		else if (kinds[k].bit == ZOO_PREC_GRADS)
+			o->precision.grads = (enum mp_dtype)dt;
+		else if (kinds[k].bit == ZOO_PREC_STATE)
+			o->precision.state = (enum mp_dtype)dt;
+		else
+			o->precision.master = dt == -2 ? -1 : dt;
+	}
+	return 0;
 }
 
 static int set_device(const char *name, const char *arg, void *dst)
@@ -190,7 +243,8 @@ int cmd_gen(int argc, char **argv)
 		OPT_CALL("hidden", 0, "N", 0, &g, set_count),
 		OPT_CALL("heads", 0, "N", CLI_NEWLINE, &g, set_count),
 		OPT_CALL("dtype", 0, "float32|float16|bfloat16", 0, &g.zo.dtype, set_dtype),
-		OPT_CALL("optimizer", 0, "sgd|momentum|adam|none", CLI_NEWLINE, &g, set_optimizer),
+		OPT_CALL("optimizer", 0, "sgd|momentum|adam|adamw|none", 0, &g, set_optimizer),
+		OPT_CALL("precision", 0, "POLICY[,KIND=DTYPE]", CLI_NEWLINE, &g, set_precision),
 		OPT_CALL("grads", 0, "keep|set_to_none", 0, &g, set_grads),
 		OPT_CALL("framework", 0, "cudnn|pytorch", CLI_NEWLINE, &g, set_framework),
 		OPT_CALL("device", 0, "NAME|FILE", CLI_NEWLINE, &g, set_device),

@@ -287,9 +287,64 @@ static int finish(struct loader *L)
 	return 0;
 }
 
+/*
+ * "precision": a policy name, or {"policy", "params", "grads", "master",
+ * "optimizer_state"} overriding its dtypes ("master": "none" drops the
+ * master weights).
+ */
+static int parse_precision(struct loader *L, json_t *v, struct mp_precision *p)
+{
+	static const char *const keys[] = { "policy", "params", "grads", "master", "optimizer_state", NULL };
+	static const char *const kinds[] = { "params", "grads", "optimizer_state" };
+	const char *s;
+	json_t *x;
+	char path[64];
+
+	if (json_is_object(v)) {
+		if (jget_check_keys(v, "precision", keys, L->err) < 0)
+			return -1;
+		if (!(x = json_object_get(v, "policy"))) {
+			mp_error_set(L->err, "precision: missing \"policy\" (fp32, bf16-mixed, fp16-mixed, bf16-pure)");
+			return -1;
+		}
+	} else if (json_is_string(v)) {
+		x = v;
+	} else {
+		mp_error_set(L->err, "precision: expected a policy name or an object, got %s", jget_type(v));
+		return -1;
+	}
+	if (jget_string(x, json_is_object(v) ? "precision.policy" : "precision", &s, L->err) < 0)
+		return -1;
+	if (mp_precision_preset(s, p) < 0) {
+		mp_error_set(L->err, "%s: unknown policy '%s' (fp32, bf16-mixed, fp16-mixed, bf16-pure)",
+			     json_is_object(v) ? "precision.policy" : "precision", s);
+		return -1;
+	}
+	if (!json_is_object(v))
+		return 0;
+	for (unsigned k = 0; k < 3; k++) {
+		enum mp_dtype *dt = k == 0 ? &p->params : k == 1 ? &p->grads : &p->state;
+
+		snprintf(path, sizeof(path), "precision.%s", kinds[k]);
+		if ((x = json_object_get(v, kinds[k])) && parse_dtype(L, x, path, dt) < 0)
+			return -1;
+	}
+	if ((x = json_object_get(v, "master"))) {
+		enum mp_dtype dt;
+
+		if (json_is_string(x) && !strcmp(json_string_value(x), "none"))
+			p->master = -1;
+		else if (parse_dtype(L, x, "precision.master", &dt) < 0)
+			return -1;
+		else
+			p->master = (int)dt;
+	}
+	return 0;
+}
+
 struct mp_net *net_load_json(json_t *root, struct mp_error *err)
 {
-	static const char *const keys[] = { "format", "name", "dtype", "optimizer", "grads", "framework", "device",
+	static const char *const keys[] = { "format", "name", "dtype", "precision", "optimizer", "grads", "framework", "device",
 		"layers", "ops", "tensors", "time_source", "description", "generator", NULL };
 	struct loader L = { 0 };
 	struct mp_net *net;
@@ -306,6 +361,8 @@ struct mp_net *net_load_json(json_t *root, struct mp_error *err)
 	mp_strmap_init(&L.layer_names);
 	net->name = "unnamed";
 	net->dtype = MP_DT_FLOAT32;
+	net->precision = (struct mp_precision){ MP_PREC_NONE, MP_DT_FLOAT32, MP_DT_FLOAT32, MP_DT_FLOAT32,
+						MP_DT_FLOAT32, -1, false };
 	if (!(v = json_object_get(root, "format"))) {
 		mp_error_set(err, "format: missing (expected \"memplan-net/1\")");
 		goto fail;
@@ -339,18 +396,19 @@ struct mp_net *net_load_json(json_t *root, struct mp_error *err)
 			goto fail;
 		net->time_source = mp_arena_strdup(&net->arena, s);
 	}
+	if ((v = json_object_get(root, "precision")) && parse_precision(&L, v, &net->precision) < 0)
+		goto fail;
+	net->dtype = net->precision.policy != MP_PREC_NONE ? net->precision.act : MP_DT_FLOAT32;
 	if ((v = json_object_get(root, "dtype")) && parse_dtype(&L, v, "dtype", &net->dtype) < 0)
 		goto fail;
+	net->precision.act = net->dtype;
 	if ((v = json_object_get(root, "optimizer"))) {
-		static const char *const opts[] = { "none", "sgd", "momentum", "adam" };
 		int k;
 
 		if (jget_string(v, "optimizer", &s, err) < 0)
 			goto fail;
-		for (k = 0; k < 4 && strcmp(s, opts[k]); k++)
-			;
-		if (k == 4) {
-			mp_error_set(err, "optimizer: unknown optimizer '%s' (none, sgd, momentum, adam)", s);
+		if ((k = mp_optimizer_parse(s)) < 0) {
+			mp_error_set(err, "optimizer: unknown optimizer '%s' (%s)", s, mp_optimizer_list);
 			goto fail;
 		}
 		net->optimizer = (enum mp_optimizer)k;

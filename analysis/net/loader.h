@@ -38,6 +38,9 @@ struct lspec {
 	uint64_t out_bytes, elems, stats_bytes;
 	uint32_t n_params;
 	uint64_t *param_bytes;   /* [n_params] */
+	uint64_t *param_elems;   /* [n_params] elements (bytes / the dtype's size without a shape) */
+	enum mp_dtype pdtype;    /* of the parameters: the layer's "dtype", else the precision's */
+	bool frozen;             /* parameters without gradients or optimizer state */
 	double ms[3];            /* fwd, bwd, update; <0: not given */
 	uint64_t ws_bytes;
 	uint32_t n_algos;

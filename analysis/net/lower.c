@@ -68,6 +68,29 @@ unsigned default_saves(const struct lspec *s, const struct mp_shape *out, enum m
 	}
 }
 
+/*
+ * Bytes of layer s's parameter k's gradient, fp32 master copy (0: none) or
+ * each optimizer state under the net's precision.  Without a policy all
+ * three are the parameter's size (and no master).  A layer whose own
+ * "dtype" differs from the policy's parameters keeps its gradients in that
+ * dtype and needs no master copy of the master's dtype.
+ */
+enum { PS_GRAD, PS_MASTER, PS_STATE };
+static uint64_t param_state_bytes(const struct mp_net *net, const struct lspec *s, uint32_t k, int what)
+{
+	const struct mp_precision *p = &net->precision;
+	uint64_t n = s->param_elems[k];
+
+	if (p->policy == MP_PREC_NONE)
+		return what == PS_MASTER ? 0 : s->param_bytes[k];
+	switch (what) {
+	case PS_GRAD: return n * mp_dtype_bytes(s->pdtype == p->params ? p->grads : s->pdtype);
+	case PS_MASTER: return p->master >= 0 && (enum mp_dtype)p->master != s->pdtype ?
+			       n * mp_dtype_bytes((enum mp_dtype)p->master) : 0;
+	default: return mp_state_bytes(n, p->state);
+	}
+}
+
 static int lspec_algo_ws(const struct lspec *s)
 {
 	for (uint32_t k = 0; k < s->n_algos; k++)
@@ -229,7 +252,8 @@ static int accumulate_grads(struct loader *L, uint32_t idx, uint32_t np,
 int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 {
 	struct mp_net *net = L->net;
-	unsigned n_states = net->optimizer == MP_OPT_ADAM ? 2 : net->optimizer == MP_OPT_MOMENTUM ? 1 : 0;
+	unsigned n_states = mp_optimizer_states(net->optimizer);
+	int32_t scaler = -1; /* fp16: GradScaler's state, read by every update */
 	int32_t *dout = mp_xmalloc(n * sizeof(*dout)); /* gradient of each layer's output */
 	struct idlist in = { 0 }, out = { 0 };
 	int rc = -1;
@@ -245,7 +269,7 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 	for (uint32_t k = 0; k < n; k++) {
 		struct lspec *s = &L->ls[order[k]];
 
-		s->needs_grad = s->type != MP_L_DATA && s->n_params > 0;
+		s->needs_grad = s->type != MP_L_DATA && s->n_params > 0 && !s->frozen;
 		for (uint32_t i = 0; i < s->n_inputs; i++)
 			if (L->ls[s->inputs[i]].needs_grad)
 				s->needs_grad = true;
@@ -399,6 +423,8 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 					first_param = (int32_t)k;
 				np++;
 			}
+		if (s->frozen)
+			np = 0; /* no parameter gradients: only the inputs' */
 		op = add_op(L, fmt_name(net, nm, ".bwd"), MP_PHASE_BWD, s->type, (int32_t)i, &op_id);
 		if (!op)
 			goto dup_op;
@@ -406,7 +432,8 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 		ly->bwd_op = op_id;
 		op->fwd = ly->fwd_op;
 		op->ms = s->ms[1] >= 0 ? s->ms[1] : 0;
-		if (s->saves & SAVE_INPUT)
+		/* a frozen conv or fc needs its input only for the weight's gradient */
+		if ((s->saves & SAVE_INPUT) && !(s->frozen && (s->type == MP_L_CONV || s->type == MP_L_FC)))
 			for (uint32_t k = 0; k < s->n_inputs; k++)
 				idl_add(&in, net->layers[s->inputs[k]].out);
 		if (s->saves & SAVE_OUTPUT)
@@ -441,10 +468,11 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 			for (uint32_t k = 0; k < fop->n_in; k++) {
 				const struct mp_tensor *pt = &net->tensors[fop->in[k]];
 				const char *pname = pt->name;
-				uint64_t pbytes = pt->bytes;
+				uint64_t pbytes;
 
-				if (pt->kind != MP_TK_PARAM)
+				if (pt->kind != MP_TK_PARAM || s->frozen)
 					continue;
+				pbytes = param_state_bytes(net, s, j, PS_GRAD);
 				pg[j] = add_tensor(L, fmt_name(net, pname, ".grad"), pbytes, MP_TK_PARAM_GRAD, (int32_t)i);
 				if (pg[j] < 0)
 					goto dup_tensor;
@@ -499,17 +527,36 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 
 				if (net->tensors[pt].kind != MP_TK_PARAM)
 					continue;
+				uint64_t mb = param_state_bytes(net, s, j, PS_MASTER);
+
 				idl_add(&in, pt);
-				idl_add(&in, pg[j++]);
+				idl_add(&in, pg[j]);
 				idl_add(&out, pt);
+				if (mb) {
+					/* mixed precision: the update runs on fp32 master
+					 * weights and casts them back into the parameter */
+					int32_t mid = add_tensor(L, fmt_name(net, net->tensors[pt].name, ".master"),
+								 mb, MP_TK_OPT_STATE, (int32_t)i);
+					if (mid < 0)
+						goto dup_tensor;
+					idl_add(&in, mid);
+					idl_add(&out, mid);
+				}
 				for (unsigned st = 0; st < n_states; st++) {
 					int32_t sid = add_tensor(L, fmt_name(net, net->tensors[pt].name, st ? ".v" : ".m"),
-								 net->tensors[pt].bytes, MP_TK_OPT_STATE, (int32_t)i);
+								 param_state_bytes(net, s, j, PS_STATE), MP_TK_OPT_STATE, (int32_t)i);
 					if (sid < 0)
 						goto dup_tensor;
 					idl_add(&in, sid);
 					idl_add(&out, sid);
 				}
+				j++;
+			}
+			if (net->precision.loss_scale) {
+				if (scaler < 0 && (scaler = add_tensor(L, "amp.grad_scaler", 8, MP_TK_OPT_STATE, -1)) < 0)
+					goto dup_tensor;
+				idl_add(&in, scaler);
+				idl_add(&out, scaler);
 			}
 			u = &net->ops[op_id];
 			u->in = idl_commit(net, &in, &u->n_in);

@@ -52,10 +52,70 @@ int mp_layer_type_parse(const char *s)
 	return -1;
 }
 
+static const struct {
+	const char *name;
+	unsigned states;
+} optimizers[MP_OPT__COUNT] = {
+	[MP_OPT_NONE] = { "none", 0 }, [MP_OPT_SGD] = { "sgd", 0 },
+	[MP_OPT_MOMENTUM] = { "momentum", 1 }, [MP_OPT_ADAM] = { "adam", 2 },
+	[MP_OPT_ADAMW] = { "adamw", 2 },
+};
+const char mp_optimizer_list[] = "none, sgd, momentum, adam, adamw";
+
 const char *mp_optimizer_name(enum mp_optimizer o)
 {
-	static const char *const n[] = { "none", "sgd", "momentum", "adam" };
-	return n[o];
+	return o < MP_OPT__COUNT ? optimizers[o].name : "?";
+}
+
+int mp_optimizer_parse(const char *s)
+{
+	for (int i = 0; i < MP_OPT__COUNT; i++)
+		if (!strcmp(s, optimizers[i].name))
+			return i;
+	return -1;
+}
+
+unsigned mp_optimizer_states(enum mp_optimizer o)
+{
+	return o < MP_OPT__COUNT ? optimizers[o].states : 0;
+}
+
+static const struct {
+	const char *name;
+	struct mp_precision p;
+} precisions[MP_PREC__COUNT] = {
+	[MP_PREC_NONE] = { "none", { MP_PREC_NONE, MP_DT_FLOAT32, MP_DT_FLOAT32, MP_DT_FLOAT32, MP_DT_FLOAT32, -1, false } },
+	[MP_PREC_FP32] = { "fp32", { MP_PREC_FP32, MP_DT_FLOAT32, MP_DT_FLOAT32, MP_DT_FLOAT32, MP_DT_FLOAT32, -1, false } },
+	[MP_PREC_BF16_MIXED] = { "bf16-mixed", { MP_PREC_BF16_MIXED, MP_DT_BFLOAT16, MP_DT_BFLOAT16, MP_DT_BFLOAT16,
+						 MP_DT_FLOAT32, MP_DT_FLOAT32, false } },
+	[MP_PREC_FP16_MIXED] = { "fp16-mixed", { MP_PREC_FP16_MIXED, MP_DT_FLOAT16, MP_DT_FLOAT16, MP_DT_FLOAT16,
+						 MP_DT_FLOAT32, MP_DT_FLOAT32, true } },
+	[MP_PREC_BF16_PURE] = { "bf16-pure", { MP_PREC_BF16_PURE, MP_DT_BFLOAT16, MP_DT_BFLOAT16, MP_DT_BFLOAT16,
+					       MP_DT_BFLOAT16, -1, false } },
+};
+
+const char *mp_precision_name(enum mp_precision_policy p)
+{
+	return p < MP_PREC__COUNT ? precisions[p].name : "?";
+}
+
+int mp_precision_preset(const char *name, struct mp_precision *out)
+{
+	for (int i = MP_PREC_FP32; i < MP_PREC__COUNT; i++)
+		if (!strcmp(name, precisions[i].name)) {
+			*out = precisions[i].p;
+			return 0;
+		}
+	return -1;
+}
+
+uint64_t mp_state_bytes(uint64_t n, enum mp_dtype dt)
+{
+	if (dt != MP_DT_INT8)
+		return n * mp_dtype_bytes(dt);
+	if (n < 4096)
+		return 4 * n;
+	return n + 4 * ((n + 2047) / 2048);
 }
 
 void net_free(struct mp_net *net)

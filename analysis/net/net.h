@@ -46,8 +46,39 @@ int mp_layer_type_parse(const char *s); /* aliases: linear, matmul -> fc; -1 */
  * cuDNN's kernels (the default), or PyTorch's autograd. */
 enum mp_framework { MP_FW_CUDNN, MP_FW_PYTORCH };
 
-enum mp_optimizer { MP_OPT_NONE, MP_OPT_SGD, MP_OPT_MOMENTUM, MP_OPT_ADAM };
+enum mp_optimizer { MP_OPT_NONE, MP_OPT_SGD, MP_OPT_MOMENTUM, MP_OPT_ADAM, MP_OPT_ADAMW, MP_OPT__COUNT };
 const char *mp_optimizer_name(enum mp_optimizer o);
+int mp_optimizer_parse(const char *s);            /* -1 when unknown */
+unsigned mp_optimizer_states(enum mp_optimizer o); /* state tensors per parameter */
+extern const char mp_optimizer_list[];            /* "none, sgd, momentum, adam, adamw" */
+
+/*
+ * Numeric precision of training (memplan-net(5), PRECISION): the dtype of
+ * activations, parameters, their gradients, fp32 master weights (mixed
+ * precision keeps them beside low-precision parameters) and optimizer state.
+ * A named policy sets them all; a file may override each.
+ */
+enum mp_precision_policy {
+	MP_PREC_NONE,       /* no "precision": everything in the layer's dtype */
+	MP_PREC_FP32, MP_PREC_BF16_MIXED, MP_PREC_FP16_MIXED, MP_PREC_BF16_PURE,
+	MP_PREC__COUNT
+};
+struct mp_precision {
+	enum mp_precision_policy policy;
+	enum mp_dtype act, params, grads, state;
+	int master;         /* enum mp_dtype, or -1: no master weights */
+	bool loss_scale;    /* fp16: GradScaler's scale and growth tracker */
+};
+const char *mp_precision_name(enum mp_precision_policy p);
+/* The policy's dtypes into *out; -1 for an unknown name. */
+int mp_precision_preset(const char *name, struct mp_precision *out);
+/*
+ * Bytes of n elements of optimizer state in dtype dt: int8 is
+ * bitsandbytes' blockwise 8-bit state (1 byte per element and a float32
+ * scale per block of 2048), kept in float32 for tensors under 4096
+ * elements as bitsandbytes does.
+ */
+uint64_t mp_state_bytes(uint64_t n, enum mp_dtype dt);
 
 struct mp_tensor {
 	const char *name;
@@ -137,6 +168,7 @@ struct mp_net {
 				   * across iterations, as PyTorch's .grad before
 				   * zero_grad(set_to_none=True) */
 	enum mp_framework framework;
+	struct mp_precision precision;
 	bool has_device;
 	struct mp_device device;
 	uint32_t n_tensors, n_ops, n_layers;

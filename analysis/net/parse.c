@@ -177,6 +177,7 @@ static int parse_params(struct loader *L, struct lspec *s, struct mp_layer *ly, 
 		}
 		s->n_params = (uint32_t)json_array_size(params);
 		s->param_bytes = arena_array(L->net, s->n_params, sizeof(uint64_t));
+		s->param_elems = arena_array(L->net, s->n_params, sizeof(uint64_t));
 		ly->params = arena_array(L->net, s->n_params, sizeof(*ly->params));
 		json_array_foreach(params, i, v) {
 			uint64_t elems, dims[MP_MAX_DIMS];
@@ -184,8 +185,9 @@ static int parse_params(struct loader *L, struct lspec *s, struct mp_layer *ly, 
 
 			jget_index(q, sizeof(q), p, i);
 			if (parse_shape(L, v, q, &elems, dims, &nd) < 0 ||
-			    shape_bytes(L, elems, s->dtype, q, &s->param_bytes[i]) < 0)
+			    shape_bytes(L, elems, s->pdtype, q, &s->param_bytes[i]) < 0)
 				return -1;
+			s->param_elems[i] = elems;
 			shape_keep(&ly->params[i], dims, nd);
 		}
 	} else if (pb) {
@@ -217,9 +219,17 @@ static int parse_params(struct loader *L, struct lspec *s, struct mp_layer *ly, 
 				mp_error_set(L->err, "%s.param_bytes: must be positive", path);
 			return -1;
 		}
-		/* a parameter, its gradient and up to two optimizer states */
-		if (count_bytes(L, 4 * s->param_bytes[k], params ? "params" : "param_bytes", path) < 0)
+		/* a parameter, its gradient, master weights and up to two
+		 * optimizer states: at most 8 times a 16-bit parameter's bytes */
+		if (count_bytes(L, 8 * s->param_bytes[k], params ? "params" : "param_bytes", path) < 0)
 			return -1;
+	}
+	if (pb) {
+		unsigned sz = mp_dtype_bytes(s->pdtype);
+
+		s->param_elems = arena_array(L->net, s->n_params, sizeof(uint64_t));
+		for (uint32_t k = 0; k < s->n_params; k++)
+			s->param_elems[k] = (s->param_bytes[k] + sz - 1) / sz;
 	}
 	return 0;
 }
@@ -392,7 +402,7 @@ int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 {
 	static const char *const keys[] = { "name", "type", "inputs", "shape", "bytes",
 		"dtype", "params", "param_bytes", "time", "workspace", "algos", "saves",
-		"inplace", "mode", "kernel", "stride", "pad", "dilation", "groups", "comment", NULL };
+		"inplace", "mode", "kernel", "stride", "pad", "dilation", "groups", "frozen", "comment", NULL };
 	struct lspec *s = &L->ls[idx];
 	struct mp_layer *ly = &L->net->layers[idx];
 	char path[64], p[256], q[300];
@@ -403,9 +413,12 @@ int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 	if (jget_check_keys(obj, path, keys, L->err) < 0)
 		return -1;
 	s->dtype = L->net->dtype;
-	if ((v = json_object_get(obj, "dtype")) &&
-	    parse_dtype(L, v, jget_path(p, sizeof(p), path, "dtype"), &s->dtype) < 0)
-		return -1;
+	s->pdtype = L->net->precision.policy != MP_PREC_NONE ? L->net->precision.params : s->dtype;
+	if ((v = json_object_get(obj, "dtype"))) {
+		if (parse_dtype(L, v, jget_path(p, sizeof(p), path, "dtype"), &s->dtype) < 0)
+			return -1;
+		s->pdtype = s->dtype;
+	}
 	/* inputs */
 	v = json_object_get(obj, "inputs");
 	if (s->type == MP_L_DATA) {
@@ -550,6 +563,21 @@ int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 	}
 	if (s->type == MP_L_RESHAPE)
 		s->inplace = true;
+	if ((v = json_object_get(obj, "frozen"))) {
+		int b;
+
+		if (jget_bool(v, jget_path(p, sizeof(p), path, "frozen"), &b, L->err) < 0)
+			return -1;
+		if (b && s->n_params == 0) {
+			mp_error_set(L->err, "%s: the layer has no parameters to freeze", p);
+			return -1;
+		}
+		s->frozen = b;
+		if (b && s->ms[2] > 0) {
+			mp_error_set(L->err, "%s.time.update: a frozen layer is never updated (drop the time or \"frozen\")", path);
+			return -1;
+		}
+	}
 	s->saves = default_saves(s, &ly->shape, L->net->framework);
 	if ((v = json_object_get(obj, "saves")) &&
 	    parse_saves(L, s, v, jget_path(p, sizeof(p), path, "saves")) < 0)

@@ -238,6 +238,27 @@ static int complete_opts(const struct zoo_entry *e, struct zoo_opts *o, struct m
 }
 
 /* A device outside the catalog, written out as memplan-net(5) reads it. */
+/* "precision": the policy's name, or an object when dtypes override it. */
+static json_t *precision_json(const struct zoo_opts *o)
+{
+	const struct mp_precision *p = &o->precision;
+	json_t *j;
+
+	if (!(o->prec_given & ~ZOO_PREC_POLICY))
+		return json_string(mp_precision_name(p->policy));
+	j = json_object();
+	json_object_set_new(j, "policy", json_string(mp_precision_name(p->policy)));
+	if (o->prec_given & ZOO_PREC_PARAMS)
+		json_object_set_new(j, "params", json_string(mp_dtype_name(p->params)));
+	if (o->prec_given & ZOO_PREC_GRADS)
+		json_object_set_new(j, "grads", json_string(mp_dtype_name(p->grads)));
+	if (o->prec_given & ZOO_PREC_MASTER)
+		json_object_set_new(j, "master", json_string(p->master < 0 ? "none" : mp_dtype_name((enum mp_dtype)p->master)));
+	if (o->prec_given & ZOO_PREC_STATE)
+		json_object_set_new(j, "optimizer_state", json_string(mp_dtype_name(p->state)));
+	return j;
+}
+
 json_t *zoo_generate(const char *model, const struct zoo_opts *opts, struct mp_error *err)
 {
 	struct zoo_opts o = *opts;
@@ -264,7 +285,8 @@ json_t *zoo_generate(const char *model, const struct zoo_opts *opts, struct mp_e
 		mp_error_set(err, "internal error: default device '%s' is not in the catalog", ZOO_DEFAULT_DEVICE);
 		return NULL;
 	}
-	b.dt = o.dtype < 0 ? MP_DT_FLOAT32 : (enum mp_dtype)o.dtype;
+	b.dt = o.dtype >= 0 ? (enum mp_dtype)o.dtype :
+	       (o.prec_given & ZOO_PREC_POLICY) ? o.precision.act : MP_DT_FLOAT32;
 	if (b.dt != MP_DT_FLOAT32 && b.dt != MP_DT_FLOAT16 && b.dt != MP_DT_BFLOAT16) {
 		mp_error_set(err, "dtype '%s' is not float32, float16 or bfloat16", mp_dtype_name(b.dt));
 		return NULL;
@@ -284,7 +306,7 @@ json_t *zoo_generate(const char *model, const struct zoo_opts *opts, struct mp_e
 	}
 	if (complete_opts(e, &o, err) < 0)
 		return NULL;
-	b.upd_passes = o.optimizer == MP_OPT_ADAM ? 7 : o.optimizer == MP_OPT_MOMENTUM ? 5 :
+	b.upd_passes = o.optimizer == MP_OPT_ADAM || o.optimizer == MP_OPT_ADAMW ? 7 : o.optimizer == MP_OPT_MOMENTUM ? 5 :
 		       o.optimizer == MP_OPT_SGD ? 3 : 0;
 	b.err = err;
 	b.model = zm->name;
@@ -328,6 +350,8 @@ json_t *zoo_generate(const char *model, const struct zoo_opts *opts, struct mp_e
 	json_object_set_new(gen, "device", json_string(dev->name));
 	json_object_set_new(root, "generator", gen);
 	json_object_set_new(root, "dtype", json_string(mp_dtype_name(b.dt)));
+	if (o.prec_given & ZOO_PREC_POLICY)
+		json_object_set_new(root, "precision", precision_json(&o));
 	json_object_set_new(root, "optimizer", json_string(mp_optimizer_name((enum mp_optimizer)o.optimizer)));
 	if (o.grads_keep >= 0)
 		json_object_set_new(root, "grads", json_string(o.grads_keep ? "keep" : "set_to_none"));

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "../base/device.h"
+#include "../net/net.h"
 #include "../base/util.h"
 
 /* The device whose roofline times a net gets when none is given. */
@@ -40,6 +41,11 @@ const struct zoo_model *zoo_model_at(unsigned i);
  */
 const struct zoo_model *zoo_model_find(const char *name, unsigned *preset);
 
+enum {
+	ZOO_PREC_POLICY = 1, ZOO_PREC_PARAMS = 2, ZOO_PREC_GRADS = 4, ZOO_PREC_MASTER = 8,
+	ZOO_PREC_STATE = 16,
+};
+
 struct zoo_opts {
 	uint32_t batch;          /* 0: the model's default, for each of these */
 	uint32_t depth;          /* resnet depth; transformer or LSTM layers */
@@ -49,6 +55,10 @@ struct zoo_opts {
 	int optimizer;           /* enum mp_optimizer; -1: the model's default */
 	int grads_keep;          /* "grads": 1 keep, 0 set_to_none; -1: not written */
 	int framework;           /* enum mp_framework for "framework"; -1: not written */
+	/* "precision": written when prec_given has ZOO_PREC_POLICY; the other
+	 * bits say which of its dtypes override the policy's */
+	struct mp_precision precision;
+	unsigned prec_given;
 	const struct mp_device *device; /* NULL: ZOO_DEFAULT_DEVICE */
 };
 void zoo_opts_init(struct zoo_opts *o);

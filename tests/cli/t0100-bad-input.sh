@@ -50,7 +50,7 @@ bad json-bom 'line 1, column 1: invalid JSON: the file starts with a byte order 
 # ---- top level ------------------------------------------------------------
 bad top-array '(top level): expected an object, got an array'
 bad top-string 'line 1, column 15: invalid JSON: '\''['\'' or '\''{'\'' expected near '\''"memplan-net/1"'\'''
-bad top-unknown-key 'layerz: unknown key (expected one of: format, name, dtype, optimizer, grads, framework, device, layers, ops, tensors, time_source, description, generator)'
+bad top-unknown-key 'layerz: unknown key (expected one of: format, name, dtype, precision, optimizer, grads, framework, device, layers, ops, tensors, time_source, description, generator)'
 bad format-missing 'format: missing (expected "memplan-net/1")'
 # Found: the message did not say what the file gave (a newer version? a typo?).
 bad format-wrong-version 'format: expected "memplan-net/1", got "memplan-net/2"'
@@ -63,7 +63,7 @@ bad time-source-number 'time_source: expected a string, got an integer'
 bad dtype-number 'dtype: expected a string, got an integer'
 bad dtype-unknown "dtype: unknown dtype 'float33' (float32, float16, bfloat16, float64, float8, int8, uint8, int32, int64, bool)"
 bad optimizer-number 'optimizer: expected a string, got an integer'
-bad optimizer-unknown "optimizer: unknown optimizer 'rmsprop' (none, sgd, momentum, adam)"
+bad optimizer-unknown "optimizer: unknown optimizer 'rmsprop' (none, sgd, momentum, adam, adamw)"
 bad net-empty 'the net has no layers and no ops'
 bad layers-empty 'the net has no layers and no ops'
 bad layers-object 'layers: expected an array, got an object'
@@ -95,7 +95,7 @@ bad layer-name-duplicate "layers[2].name: duplicate layer name 'fc1' (first at l
 bad layer-type-missing 'layers[1]: missing "type"'
 bad layer-type-number 'layers[1].type: expected a string, got an integer'
 bad layer-type-unknown "layers[1].type: unknown layer type 'convolution' (data, conv, fc, relu, sigmoid, tanh, elu, gelu, silu, pool, lrn, bn, layernorm, dropout, softmax, loss, add, concat, embedding, attention, reshape, custom)"
-bad layer-unknown-key 'layers[2].inptus: unknown key (expected one of: name, type, inputs, shape, bytes, dtype, params, param_bytes, time, workspace, algos, saves, inplace, mode, kernel, stride, pad, dilation, groups, comment)'
+bad layer-unknown-key 'layers[2].inptus: unknown key (expected one of: name, type, inputs, shape, bytes, dtype, params, param_bytes, time, workspace, algos, saves, inplace, mode, kernel, stride, pad, dilation, groups, frozen, comment)'
 bad layer-dtype-number 'layers[2].dtype: expected a string, got an integer'
 bad layer-dtype-unknown "layers[2].dtype: unknown dtype 'float33' (float32, float16, bfloat16, float64, float8, int8, uint8, int32, int64, bool)"
 # Found: every other type error says what it got; this one did not.
@@ -140,6 +140,14 @@ bad time-update-no-params 'layers[2].time.update: the layer has no parameters, s
 bad grads-unknown "grads: unknown mode 'sometimes' (keep or set_to_none)"
 bad framework-unknown "framework: unknown framework 'tensorflow' (cudnn or pytorch)"
 bad framework-number "framework: expected a string, got an integer"
+bad precision-unknown "precision: unknown policy 'tf32' (fp32, bf16-mixed, fp16-mixed, bf16-pure)"
+bad precision-no-policy 'precision: missing "policy" (fp32, bf16-mixed, fp16-mixed, bf16-pure)'
+bad precision-key 'precision.gradients: unknown key (expected one of: policy, params, grads, master, optimizer_state)'
+bad precision-dtype "precision.optimizer_state: unknown dtype 'int3' (float32, float16, bfloat16, float64, float8, int8, uint8, int32, int64, bool)"
+bad precision-number 'precision: expected a policy name or an object, got an integer'
+bad frozen-no-params 'layers[1].frozen: the layer has no parameters to freeze'
+bad frozen-update 'layers[1].time.update: a frozen layer is never updated (drop the time or "frozen")'
+bad frozen-string 'layers[1].frozen: expected true or false, got a string'
 bad op-output-twice "ops[0].outputs[1]: 'h' is listed twice (also at [0]); an op writes each output once"
 # what add and concat do allow: a broadcasting add, a concat of stated crops
 expect_run "check sizes-ok" 0 --stdout-grep "valid memplan-net/1 'sizes-ok'" -- memplan check tests/data/sizes-ok.json

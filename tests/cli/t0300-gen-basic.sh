@@ -42,4 +42,18 @@ expect_run "gen --grads keep" 0 --stdout-grep "^ +1 forward +data\.fwd +.*" -- \
 	sh -c "grep -q '\"grads\": \"keep\"' '$TMP/a-keep.json' && '$MEMPLAN' analyze '$TMP/a-keep.json' --strategy liveness --steps"
 expect_run "gen --grads keep adds an accumulate per layer with parameters" 0 --stdout-grep "^ +[0-9]+ backward +fc8\.accumulate " -- \
 	memplan analyze "$TMP/a-keep.json" --strategy liveness --steps
+# --precision: issue 14's 6.66 B-parameter GPT-2: bf16 parameters and
+# gradients (12.4 GiB each), fp32 master weights and AdamW moments
+# (3 * 4 * 6658404352 B); no batch fits on an 80 GB H100 without offload
+memplan gen gpt2 --depth 32 --hidden 4096 --heads 32 --seq 2048 --batch 1 --precision bf16-mixed \
+	--optimizer adamw --device h100-sxm -o "$TMP/g7b.json" >/dev/null
+expect_run "gen --precision bf16-mixed: check" 0 --stdout-grep "\(bfloat16, optimizer adamw, precision bf16-mixed\)" -- \
+	memplan check "$TMP/g7b.json"
+expect_run "gen --precision bf16-mixed: 16 bytes per parameter" 0 --stdout-grep '"optimizer_state": 79900852224' -- \
+	memplan check "$TMP/g7b.json" --format json
+expect_run "gen --precision bf16-mixed: no batch fits 80 GB" 0 --stdout-grep '^liveness +none ' -- \
+	memplan capacity "$TMP/g7b.json" --gpu h100-sxm --planner none
+memplan gen gpt2 --precision bf16-mixed,grads=float32,state=int8,master=none -o "$TMP/gover.json" >/dev/null
+expect_run "gen --precision overrides: an object" 0 -- \
+	grep -q '"precision": {"policy": "bf16-mixed", "grads": "float32", "master": "none", "optimizer_state": "int8"}' "$TMP/gover.json"
 done_testing

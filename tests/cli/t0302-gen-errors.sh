@@ -24,7 +24,7 @@ expect_run "gen unet odd" 2 --stderr-grep "^memplan: gen: unet: image 500x500 gi
 expect_run "gen heads" 2 --stderr "memplan: gen: gpt2: hidden 100 is not a multiple of heads 3" -- memplan gen gpt2 --hidden 100 --heads 3
 expect_run "gen dtype" 2 --stderr "memplan: gen: --dtype: expected float32, float16 or bfloat16, got 'int8'" -- memplan gen vgg16 --dtype int8
 expect_run "gen grads" 2 --stderr "memplan: gen: --grads: expected keep or set_to_none, got 'zero'" -- memplan gen vgg16 --grads zero
-expect_run "gen optimizer" 2 --stderr "memplan: gen: --optimizer: expected sgd, momentum, adam or none, got 'rmsprop'" -- memplan gen vgg16 --optimizer rmsprop
+expect_run "gen optimizer" 2 --stderr "memplan: gen: --optimizer: expected one of none, sgd, momentum, adam, adamw, got 'rmsprop'" -- memplan gen vgg16 --optimizer rmsprop
 expect_run "gen device" 2 --stderr "memplan: gen: --device: unknown device 'gtx-480' (see 'memplan devices', or give a JSON file)" -- memplan gen vgg16 --device gtx-480
 expect_run "gen device file" 2 --stderr-grep "^memplan: gen: --device: $TMP/none.json: " -- memplan gen vgg16 --device "$TMP/none.json"
 expect_run "gen output dir" 2 --stderr "memplan: gen: cannot write '$TMP/no/such/x.json': No such file or directory" -- memplan gen vgg16 -o "$TMP/no/such/x.json"
@@ -33,4 +33,7 @@ mkdir "$TMP/dir"
 expect_run "gen output is a directory" 2 --stderr "memplan: gen: cannot write '$TMP/dir': Is a directory" -- memplan gen vgg16 -o "$TMP/dir"
 expect_run "gen output is a directory: nothing left" 0 -- sh -c "test -z \"\$(ls -A '$TMP/dir')\" && test -z \"\$(ls '$TMP' | grep '^dir\\.')\""
 expect_run "gen output device full" 2 --stderr "memplan: gen: writing '/dev/full' failed: No space left on device" -- memplan gen vgg16 --batch 2 -o /dev/full
+expect_run "gen precision policy" 2 --stderr "memplan: gen: --precision: expected fp32, bf16-mixed, fp16-mixed or bf16-pure, then ,KIND=DTYPE overrides, got 'tf32'" -- memplan gen gpt2 --precision tf32
+expect_run "gen precision kind" 2 --stderr "memplan: gen: --precision: 'grad=fp32' is not KIND=DTYPE with KIND params, grads, master or state" -- memplan gen gpt2 --precision bf16-mixed,grad=fp32
+expect_run "gen precision dtype" 2 --stderr "memplan: gen: --precision: unknown dtype 'int3'" -- memplan gen gpt2 --precision bf16-mixed,state=int3
 done_testing

@@ -898,7 +898,7 @@ static void test_reader_errors(void)
 		if (fp)
 			pclose(fp);
 		json_object_set_new(j, "net_sha256", json_string(hex_fix));
-		CHECK_STR(read_back(j), "net: optimizer: unknown optimizer 'lion' (none, sgd, momentum, adam)");
+		CHECK_STR(read_back(j), "net: optimizer: unknown optimizer 'lion' (none, sgd, momentum, adam, adamw)");
 		{
 			char hex[65];
 
