@@ -26,6 +26,8 @@ static void print_models(FILE *f)
 	}
 	fprintf(f, "aliases: resnet18 .. resnet152 and resnetN (= resnet --depth N), gpt2-small,\n"
 		   "  gpt2-medium, gpt2-large, gpt2-xl, bert-base, bert-large, densenet121, ...\n"
+		   "llama presets: llama2-7b, llama2-13b, llama3-8b, llama3-70b, llama3.2-1b,\n"
+		   "  llama3.2-3b, mistral-7b, qwen2-7b, qwen2-0.5b, tinyllama-1.1b\n"
 		   "times are roofline estimates for --device (default %s); see memplan-gen(1)\n",
 		ZOO_DEFAULT_DEVICE);
 }
@@ -90,6 +92,9 @@ static int set_count(const char *name, const char *arg, void *dst)
 		{ "--seq", offsetof(struct zoo_opts, seq), 1048576, ZOO_OPT_SEQ },
 		{ "--hidden", offsetof(struct zoo_opts, hidden), 65536, ZOO_OPT_HIDDEN },
 		{ "--heads", offsetof(struct zoo_opts, heads), 65536, ZOO_OPT_HEADS },
+		{ "--kv-heads", offsetof(struct zoo_opts, kv_heads), 65536, ZOO_OPT_KV_HEADS },
+		{ "--ffn", offsetof(struct zoo_opts, ffn), 1048576, ZOO_OPT_FFN },
+		{ "--vocab", offsetof(struct zoo_opts, vocab), 4194304, ZOO_OPT_VOCAB },
 	};
 	struct gen_args *g = dst;
 
@@ -144,6 +149,41 @@ static int set_framework(const char *name, const char *arg, void *dst)
 		return -1;
 	}
 	((struct gen_args *)dst)->zo.framework = !strcmp(arg, "pytorch") ? MP_FW_PYTORCH : MP_FW_CUDNN;
+	return 0;
+}
+
+static int set_attn(const char *name, const char *arg, void *dst)
+{
+	struct gen_args *g = dst;
+
+	if (strcmp(arg, "flash") && strcmp(arg, "sdpa") && strcmp(arg, "eager")) {
+		cli_error(EXIT_BAD_INPUT, "gen: %s: expected flash, sdpa or eager, got '%s'", name, arg);
+		return -1;
+	}
+	g->zo.attn = !strcmp(arg, "eager");
+	g->given |= ZOO_OPT_LLAMA;
+	return 0;
+}
+
+/* R[,TARGETS]: LoRA of rank R on q,v (default), or the listed projections. */
+static int set_lora(const char *name, const char *arg, void *dst)
+{
+	struct gen_args *g = dst;
+	const char *comma = strchr(arg, ',');
+	char buf[16];
+
+	if ((comma ? (size_t)(comma - arg) : strlen(arg)) >= sizeof(buf)) {
+		cli_error(EXIT_BAD_INPUT, "gen: %s: expected a rank, then optional targets, like 16 or 16,q,k,v,o", name);
+		return -1;
+	}
+	snprintf(buf, sizeof(buf), "%.*s", comma ? (int)(comma - arg) : (int)strlen(arg), arg);
+	if (parse_u32(name, buf, 1, 65536, &g->zo.lora_rank) < 0)
+		return -1;
+	if (comma && !(g->zo.lora_targets = zoo_lora_targets(comma + 1))) {
+		cli_error(EXIT_BAD_INPUT, "gen: %s: targets are q, k, v, o, gate, up, down or all, got '%s'", name, comma + 1);
+		return -1;
+	}
+	g->given |= ZOO_OPT_LLAMA;
 	return 0;
 }
 
@@ -232,9 +272,11 @@ static void models_help(void)
 
 int cmd_gen(int argc, char **argv)
 {
-	static const char *const opt_flag[] = { "--depth", "--image", "--seq", "--hidden", "--heads" };
+	static const char *const opt_flag[ZOO_N_OPTS] = { "--depth", "--image", "--seq", "--hidden", "--heads",
+		"--kv-heads", "--ffn", "--vocab", "--tied, --attn or --lora" };
 	struct gen_args g;
 	const char *out_path = NULL, *model;
+	int tied = 0;
 	const struct cli_opt opts[] = {
 		OPT_CALL("batch", 0, "N", 0, &g, set_count),
 		OPT_CALL("depth", 0, "N", 0, &g, set_count),
@@ -242,12 +284,18 @@ int cmd_gen(int argc, char **argv)
 		OPT_CALL("seq", 0, "N", 0, &g, set_count),
 		OPT_CALL("hidden", 0, "N", 0, &g, set_count),
 		OPT_CALL("heads", 0, "N", CLI_NEWLINE, &g, set_count),
+		OPT_CALL("kv-heads", 0, "N", 0, &g, set_count),
+		OPT_CALL("ffn", 0, "N", 0, &g, set_count),
+		OPT_CALL("vocab", 0, "N", 0, &g, set_count),
+		OPT_FLAG("tied", CLI_NEWLINE, &tied),
+		OPT_CALL("attn", 0, "flash|sdpa|eager", 0, &g, set_attn),
+		OPT_CALL("lora", 0, "R[,TARGETS]", CLI_NEWLINE, &g, set_lora),
 		OPT_CALL("dtype", 0, "float32|float16|bfloat16", 0, &g.zo.dtype, set_dtype),
-		OPT_CALL("optimizer", 0, "sgd|momentum|adam|adamw|none", 0, &g, set_optimizer),
-		OPT_CALL("precision", 0, "POLICY[,KIND=DTYPE]", CLI_NEWLINE, &g, set_precision),
-		OPT_CALL("grads", 0, "keep|set_to_none", 0, &g, set_grads),
-		OPT_CALL("framework", 0, "cudnn|pytorch", CLI_NEWLINE, &g, set_framework),
-		OPT_CALL("device", 0, "NAME|FILE", CLI_NEWLINE, &g, set_device),
+		OPT_CALL("optimizer", 0, "sgd|momentum|adam|adamw|none", CLI_NEWLINE, &g, set_optimizer),
+		OPT_CALL("precision", 0, "POLICY[,KIND=DTYPE]", 0, &g, set_precision),
+		OPT_CALL("grads", 0, "keep|set_to_none", CLI_NEWLINE, &g, set_grads),
+		OPT_CALL("framework", 0, "cudnn|pytorch", 0, &g, set_framework),
+		OPT_CALL("device", 0, "NAME|FILE", 0, &g, set_device),
 		OPT_STRING("output", 'o', "FILE", CLI_LETTER, &out_path),
 		OPT_END(),
 	};
@@ -262,6 +310,10 @@ int cmd_gen(int argc, char **argv)
 	zoo_opts_init(&g.zo);
 	if ((rc = cli_parse(&cmd, argc, argv, &at)) != CLI_GO)
 		return rc;
+	if (tied) {
+		g.zo.tied = 1;
+		g.given |= ZOO_OPT_LLAMA;
+	}
 	given = g.given;
 	if (argc - at != 1) {
 		cli_usage(&cmd, stderr);
@@ -271,7 +323,7 @@ int cmd_gen(int argc, char **argv)
 	model = argv[at];
 	if (!(zm = zoo_model_find(model, &preset)))
 		return cli_error(EXIT_BAD_INPUT, "gen: unknown model '%s' (see 'memplan gen --help')", model);
-	for (unsigned i = 0; i < 5; i++) {
+	for (unsigned i = 0; i < ZOO_N_OPTS; i++) {
 		unsigned bit = 1u << i;
 
 		if ((given & bit) && !(zm->options & bit))

@@ -335,7 +335,7 @@ int check_sizes(struct loader *L, uint32_t idx)
 	uint64_t sum = 0, out;
 	const char *unit;
 
-	if (s->type != MP_L_ADD && s->type != MP_L_CONCAT)
+	if (s->type != MP_L_ADD && s->type != MP_L_MUL && s->type != MP_L_CONCAT)
 		return 0;
 	for (uint32_t k = 0; k < s->n_inputs; k++)
 		if (L->ls[s->inputs[k]].dtype != s->dtype)
@@ -351,12 +351,13 @@ int check_sizes(struct loader *L, uint32_t idx)
 			mp_error_set(L->err, "layers[%u]: the inputs of '%s' hold more than 2^64 %s", idx, s->name, unit);
 			return -1;
 		}
-		if (s->type != MP_L_ADD || size == out)
+		if (s->type == MP_L_CONCAT || size == out)
 			continue;
 		if (il->shape.nd && ly->shape.nd && broadcasts(&il->shape, &ly->shape))
 			continue;
-		mp_error_set(L->err, "layers[%u].inputs[%u]: '%s' has %llu %s, but the add '%s' makes %llu%s",
-			     idx, k, in->name, (unsigned long long)size, unit, s->name, (unsigned long long)out,
+		mp_error_set(L->err, "layers[%u].inputs[%u]: '%s' has %llu %s, but the %s '%s' makes %llu%s",
+			     idx, k, in->name, (unsigned long long)size, unit, mp_layer_type_name(s->type), s->name,
+			     (unsigned long long)out,
 			     il->shape.nd && ly->shape.nd ? " and its shape does not broadcast to the output's"
 							  : " (give both shapes for a broadcasting add)");
 		return -1;

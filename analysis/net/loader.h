@@ -41,6 +41,7 @@ struct lspec {
 	uint64_t *param_elems;   /* [n_params] elements (bytes / the dtype's size without a shape) */
 	enum mp_dtype pdtype;    /* of the parameters: the layer's "dtype", else the precision's */
 	bool frozen;             /* parameters without gradients or optimizer state */
+	uint64_t probs_bytes;    /* eager attention: the softmax probabilities it saves */
 	double ms[3];            /* fwd, bwd, update; <0: not given */
 	uint64_t ws_bytes;
 	uint32_t n_algos;

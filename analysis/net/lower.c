@@ -60,7 +60,8 @@ unsigned default_saves(const struct lspec *s, const struct mp_shape *out, enum m
 		return SAVE_INPUT;
 	case MP_L_POOL: return s->pool_max ? SAVE_INPUT | SAVE_OUTPUT : 0;
 	case MP_L_LRN: return SAVE_INPUT | SAVE_OUTPUT;
-	case MP_L_BN: case MP_L_LAYERNORM: return SAVE_INPUT | SAVE_STATS | SAVE_PARAMS;
+	case MP_L_BN: case MP_L_LAYERNORM: case MP_L_RMSNORM: return SAVE_INPUT | SAVE_STATS | SAVE_PARAMS;
+	case MP_L_MUL: return SAVE_INPUT;
 	case MP_L_DROPOUT: return SAVE_MASK;
 	case MP_L_ATTENTION: return SAVE_INPUT | SAVE_OUTPUT | SAVE_STATS | SAVE_PARAMS;
 	case MP_L_CUSTOM: return SAVE_INPUT | SAVE_OUTPUT | SAVE_PARAMS;
@@ -295,7 +296,7 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 		struct mp_layer *ly = &net->layers[i];
 		const char *nm = s->name;
 		int32_t *pid = arena_array(net, s->n_params, sizeof(int32_t));
-		int32_t mask = -1, stats = -1, indices = -1, op_id;
+		int32_t mask = -1, stats = -1, indices = -1, probs = -1, op_id;
 		struct mp_op *op;
 		char path[64];
 
@@ -354,6 +355,12 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 				goto dup_tensor;
 			net->tensors[indices].per_sample = s->per_sample;
 		}
+		if (s->needs_grad && s->probs_bytes) {
+			probs = add_tensor(L, fmt_name(net, nm, ".probs"), s->probs_bytes, MP_TK_ACTIVATION, (int32_t)i);
+			if (probs < 0)
+				goto dup_tensor;
+			net->tensors[probs].per_sample = s->per_sample;
+		}
 		ly->mask = mask;
 		ly->stats = stats;
 		/* forward op */
@@ -374,6 +381,8 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 			idl_add(&out, stats);
 		if (indices >= 0)
 			idl_add(&out, indices);
+		if (probs >= 0)
+			idl_add(&out, probs);
 		op->in = idl_commit(net, &in, &op->n_in);
 		op->out = idl_commit(net, &out, &op->n_out);
 		op->batch = s->batch;
@@ -445,7 +454,7 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 				    (!(s->type == MP_L_CONV || s->type == MP_L_FC) || (int32_t)k == first_param))
 					idl_add(&in, fop->in[k]);
 		}
-		for (uint32_t k = 1; k < fop->n_out; k++) /* mask, stats, indices */
+		for (uint32_t k = 1; k < fop->n_out; k++) /* mask, stats, indices, probs */
 			idl_add(&in, fop->out[k]);
 		if (dout[i] >= 0)
 			idl_add(&in, dout[i]);

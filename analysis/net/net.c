@@ -28,7 +28,7 @@ const char *mp_phase_name(enum mp_phase p)
 static const char *const type_names[MP_L__COUNT] = {
 	"data", "conv", "fc", "relu", "sigmoid", "tanh", "elu", "gelu", "silu",
 	"pool", "lrn", "bn", "layernorm", "dropout", "softmax", "loss", "add",
-	"concat", "embedding", "attention", "reshape", "custom", "relu6", "op",
+	"concat", "embedding", "attention", "reshape", "custom", "relu6", "rmsnorm", "rope", "mul", "op",
 };
 
 const char *mp_layer_type_name(enum mp_layer_type t)

@@ -36,6 +36,9 @@ enum mp_layer_type {
 	MP_L_LAYERNORM, MP_L_DROPOUT, MP_L_SOFTMAX, MP_L_LOSS, MP_L_ADD,
 	MP_L_CONCAT, MP_L_EMBEDDING, MP_L_ATTENTION, MP_L_RESHAPE, MP_L_CUSTOM,
 	MP_L_RELU6,         /* min(max(x, 0), 6): cuDNN's clipped relu, PyTorch's hardtanh */
+	MP_L_RMSNORM,       /* x * rsqrt(mean(x^2)) * weight: saves x and 1 float32 per row */
+	MP_L_ROPE,          /* rotary position embedding: saves nothing (cos, sin are constants) */
+	MP_L_MUL,           /* elementwise product of its inputs (SwiGLU's gate): saves them */
 	MP_L_OP,            /* an op written directly in "ops" */
 	MP_L__COUNT
 };

@@ -398,11 +398,59 @@ static int parse_geo_value(struct loader *L, struct lspec *s, struct mp_layer *l
 	return 0;
 }
 
+/*
+ * An attention layer's "impl": "flash" (the default; also PyTorch's sdpa)
+ * saves its inputs, output and a log-sum-exp per row; "eager" also the
+ * softmax probabilities [B, heads, S, S] in the layer's dtype, and runs with
+ * float32 scores as workspace ([B, heads, S, S] * 4 bytes, unless
+ * "workspace" says otherwise).  Eager needs "heads" and an output [B, S, C].
+ */
+static int parse_attention(struct loader *L, struct lspec *s, const struct mp_layer *ly, json_t *obj,
+			   const char *path)
+{
+	json_t *h = json_object_get(obj, "heads"), *im = json_object_get(obj, "impl");
+	char p[256];
+	const char *impl = "flash";
+	int64_t heads = 0;
+	uint64_t n, b;
+
+	if (!h && !im)
+		return 0;
+	if (s->type != MP_L_ATTENTION) {
+		mp_error_set(L->err, "%s.%s: only attention layers have one", path, h ? "heads" : "impl");
+		return -1;
+	}
+	if (h && jget_int(h, jget_path(p, sizeof(p), path, "heads"), 1, INT32_MAX, &heads, L->err) < 0)
+		return -1;
+	if (im && jget_string(im, jget_path(p, sizeof(p), path, "impl"), &impl, L->err) < 0)
+		return -1;
+	if (strcmp(impl, "flash") && strcmp(impl, "sdpa") && strcmp(impl, "eager")) {
+		mp_error_set(L->err, "%s.impl: unknown attention implementation '%s' (flash, sdpa or eager)", path, impl);
+		return -1;
+	}
+	if (strcmp(impl, "eager"))
+		return 0;
+	if (!heads || ly->shape.nd != 3) {
+		mp_error_set(L->err, "%s: eager attention needs \"heads\" and a shape [batch, seq, hidden]", path);
+		return -1;
+	}
+	/* B * heads * S * S elements, each in the dtype and once more in float32 */
+	if (mp_mul_u64(ly->shape.d[0], (uint64_t)heads, &n) < 0 || mp_mul_u64(n, ly->shape.d[1], &n) < 0 ||
+	    mp_mul_u64(n, ly->shape.d[1], &n) < 0 || mp_mul_u64(n, 4, &b) < 0 || b > MP_MAX_BYTES) {
+		mp_error_set(L->err, "%s: the attention probabilities would be larger than 1 PiB", path);
+		return -1;
+	}
+	s->probs_bytes = n * mp_dtype_bytes(s->dtype);
+	if (!json_object_get(obj, "workspace"))
+		s->ws_bytes = b;
+	return count_bytes(L, s->probs_bytes + 2 * s->ws_bytes, "impl", path);
+}
+
 int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 {
 	static const char *const keys[] = { "name", "type", "inputs", "shape", "bytes",
 		"dtype", "params", "param_bytes", "time", "workspace", "algos", "saves",
-		"inplace", "mode", "kernel", "stride", "pad", "dilation", "groups", "frozen", "comment", NULL };
+		"inplace", "mode", "kernel", "stride", "pad", "dilation", "groups", "frozen", "heads", "impl", "comment", NULL };
 	struct lspec *s = &L->ls[idx];
 	struct mp_layer *ly = &L->net->layers[idx];
 	char path[64], p[256], q[300];
@@ -479,6 +527,8 @@ int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 		 * bounded by one byte in 64 of the output */
 		if (nd >= 2 && s->type == MP_L_BN)
 			s->stats_bytes = 8 * dims[1];
+		else if (nd >= 2 && s->type == MP_L_RMSNORM)
+			s->stats_bytes = 4 * (s->elems / dims[nd - 1]);
 		else if (nd >= 2)
 			s->stats_bytes = 8 * (s->elems / dims[nd - 1]);
 		else
@@ -563,6 +613,8 @@ int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 	}
 	if (s->type == MP_L_RESHAPE)
 		s->inplace = true;
+	if (parse_attention(L, s, ly, obj, path) < 0)
+		return -1;
 	if ((v = json_object_get(obj, "frozen"))) {
 		int b;
 

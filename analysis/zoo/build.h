@@ -112,6 +112,17 @@ struct zt embedding(struct zb *b, const struct zt *ids, uint64_t vocab, uint64_t
 struct zt attention(struct zb *b, const struct zt *qkv, bool causal, const char *suffix);
 struct zt softmax(struct zb *b, const struct zt *x, const char *suffix);
 struct zt loss(struct zb *b, const struct zt *x, const char *suffix);
+struct zt rmsnorm(struct zb *b, const struct zt *x, const char *suffix);
+struct zt rope(struct zb *b, const struct zt *x, const char *suffix);
+struct zt mul2(struct zb *b, const struct zt *x, const struct zt *y, const char *suffix);
+/* Attention over q [B, S, C], k and v [B, S, kv*C/heads] -> [B, S, C]:
+ * eager (the T x T probabilities saved) or flash. */
+struct zt attention_gqa(struct zb *b, const struct zt *q, const struct zt *k, const struct zt *v,
+			unsigned heads, bool eager, const char *suffix);
+/* A layer with the last one's input and shape converted to dtype dt (a cast). */
+struct zt cast(struct zb *b, const struct zt *x, enum mp_dtype dt, const char *suffix);
+/* Freeze the parameters of the layer added last (no update time). */
+void freeze_last(struct zb *b);
 
 /* ---- the models (zoo.c's table) --------------------------------------- */
 
@@ -130,7 +141,7 @@ typedef int zoo_build_fn(struct zb *b, const struct zoo_opts *o);
 zoo_build_fn zoo_build_alexnet, zoo_build_vgg16, zoo_build_vgg19, zoo_build_resnet,
 	     zoo_build_inception_v4, zoo_build_densenet121, zoo_build_unet,
 	     zoo_build_mobilenet_v2;                     /* cnn.c */
-zoo_build_fn zoo_build_gpt2, zoo_build_bert;             /* transformer.c */
+zoo_build_fn zoo_build_gpt2, zoo_build_bert, zoo_build_llama; /* transformer.c */
 zoo_build_fn zoo_build_seq2seq;                          /* rnn.c */
 
 #endif

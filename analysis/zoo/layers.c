@@ -569,6 +569,79 @@ struct zt attention(struct zb *b, const struct zt *qkv, bool causal, const char 
 	return o;
 }
 
+struct zt attention_gqa(struct zb *b, const struct zt *q, const struct zt *k, const struct zt *v,
+			unsigned heads, bool eager, const char *suffix)
+{
+	const struct zt *in[3] = { q, k, v };
+	struct zt o = *q;
+	double bt = (double)q->d[0] * (double)q->d[1];
+	json_t *l;
+
+	l = emit(b, &o, suffix, "attention", 3, in);
+	json_object_set_new(l, "heads", json_integer(heads));
+	if (eager) {
+		json_object_set_new(l, "impl", json_string("eager"));
+		/* the probabilities are written and read again, and float32 scores */
+		b->io_bytes += bt * heads * (double)q->d[1] * (2.0 * b->esz + 8.0);
+	}
+	/* causal: half the S x S products */
+	finish(b, l, 2.0 * bt * (double)q->d[1] * (double)q->d[2], NULL, NULL);
+	return o;
+}
+
+struct zt rmsnorm(struct zb *b, const struct zt *x, const char *suffix)
+{
+	const struct zt *in[1] = { x };
+	struct zt o = *x;
+	json_t *l = emit(b, &o, suffix, "rmsnorm", 1, in);
+
+	add_param4(b, l, 1, x->d[x->nd - 1], 0, 0, 0);
+	finish(b, l, 4.0 * (double)zt_elems(x), NULL, NULL);
+	return o;
+}
+
+struct zt rope(struct zb *b, const struct zt *x, const char *suffix)
+{
+	const struct zt *in[1] = { x };
+	struct zt o = *x;
+	json_t *l = emit(b, &o, suffix, "rope", 1, in);
+
+	finish(b, l, 3.0 * (double)zt_elems(x), NULL, NULL);
+	return o;
+}
+
+struct zt mul2(struct zb *b, const struct zt *x, const struct zt *y, const char *suffix)
+{
+	const struct zt *xs[2] = { x, y };
+	struct zt o = *x;
+	json_t *l = emit(b, &o, suffix, "mul", 2, xs);
+
+	finish(b, l, (double)zt_elems(&o), NULL, NULL);
+	return o;
+}
+
+struct zt cast(struct zb *b, const struct zt *x, enum mp_dtype dt, const char *suffix)
+{
+	const struct zt *in[1] = { x };
+	struct zt o = *x;
+	json_t *l;
+
+	o.esz = mp_dtype_bytes(dt);
+	l = emit(b, &o, suffix, "custom", 1, in);
+	json_object_set_new(l, "dtype", json_string(mp_dtype_name(dt)));
+	json_object_set_new(l, "saves", json_array());
+	finish(b, l, 0, NULL, NULL);
+	return o;
+}
+
+void freeze_last(struct zb *b)
+{
+	json_t *l = json_array_get(b->layers, json_array_size(b->layers) - 1);
+
+	json_object_set_new(l, "frozen", json_true());
+	json_object_del(json_object_get(l, "time"), "update");
+}
+
 struct zt softmax(struct zb *b, const struct zt *x, const char *suffix)
 {
 	const struct zt *in[1] = { x };

@@ -1,9 +1,11 @@
 /*
- * The zoo's transformers: a GPT-2 decoder and a BERT encoder with its
- * pre-training heads, as Hugging Face builds them, attention as one fused
- * (flash) kernel.  O(layers).
+ * The zoo's transformers: a GPT-2 decoder, a BERT encoder with its
+ * pre-training heads and the Llama family (with LoRA), as Hugging Face
+ * builds them, attention as one fused (flash) kernel unless asked eager.
+ * O(layers).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "build.h"
 
@@ -130,4 +132,181 @@ int zoo_build_bert(struct zb *b, const struct zoo_opts *o)
 	snprintf(b->desc, sizeof(b->desc), "BERT encoder with pre-training heads (Hugging Face BertForPreTraining), %u layers, hidden %u, %u heads, seq %u, batch %u; attention as one fused (flash) kernel.",
 		 o->depth, o->hidden, o->heads, o->seq, o->batch);
 	return 0;
+}
+
+/* ---- Llama ------------------------------------------------------------ */
+
+/* Bits of the projections, in the order of a block. */
+struct llama_cfg {
+	uint32_t batch, seq, layers, hidden, heads, kv_heads, ffn, vocab;
+	bool tied, qkv_bias, eager;
+	uint32_t lora_rank;
+	unsigned lora_targets;
+};
+
+/* y * a constant (LoRA's alpha / r): autograd keeps nothing of a scalar. */
+static struct zt scaled(struct zb *b, const struct zt *y, const char *suffix)
+{
+	const struct zt *in[1] = { y };
+	struct zt o = *y;
+	json_t *l = emit(b, &o, suffix, "custom", 1, in);
+
+	json_object_set_new(l, "saves", json_array());
+	finish(b, l, (double)zt_elems(y), NULL, NULL);
+	return o;
+}
+
+/*
+ * A projection of a block: an fc, frozen under LoRA, with adapters when it
+ * is a target (PEFT's LoraLayer: base(x) + lora_B(lora_A(x)) * scaling,
+ * lora_dropout 0): lora_A [r, in] and lora_B [out, r], no biases.
+ */
+static struct zt proj(struct zb *b, const struct llama_cfg *c, const struct zt *x, uint64_t nout,
+		      bool bias, unsigned target, const char *name)
+{
+	struct zt y = fc(b, x, nout, bias, name), a, d;
+	size_t save;
+
+	if (!c->lora_rank)
+		return y;
+	freeze_last(b);
+	if (!(c->lora_targets & target))
+		return y;
+	save = zb_push(b, "%s", name);
+	a = fc(b, x, c->lora_rank, false, "lora_A");
+	d = fc(b, &a, nout, false, "lora_B");
+	d = scaled(b, &d, "scaling");
+	y = add2(b, &y, &d, "sum");
+	zb_pop(b, save);
+	return y;
+}
+
+/*
+ * Llama (Touvron et al. 2023; Hugging Face LlamaForCausalLM, which Mistral
+ * and Qwen2 share): pre-norm blocks of RMSNorm, q/k/v projections with
+ * grouped-query heads and rotary embeddings on q and k, attention, o_proj,
+ * RMSNorm and a SwiGLU MLP (down(silu(gate(x)) * up(x))); a final RMSNorm,
+ * the LM head (tied to the embedding: no weight of its own) and the loss on
+ * float32 logits (transformers >= 4.46: logits.float(), cross-entropy).
+ * Everything but the adapters is frozen under LoRA.
+ */
+static void gen_llama(struct zb *b, const struct llama_cfg *c)
+{
+	const uint64_t hd = c->hidden / c->heads, kvd = hd * c->kv_heads;
+	struct zt ids = data(b, "input_ids", 2, c->batch, c->seq, 0, 0, MP_DT_INT64), x, h, q, k, v, g, u;
+
+	x = embedding(b, &ids, c->vocab, c->hidden, "embed_tokens");
+	if (c->lora_rank)
+		freeze_last(b);
+	for (uint32_t i = 0; i < c->layers && !b->failed; i++) {
+		size_t save = zb_push(b, "layers.%u", i);
+
+		h = rmsnorm(b, &x, "input_layernorm");
+		if (c->lora_rank)
+			freeze_last(b);
+		q = proj(b, c, &h, c->hidden, c->qkv_bias, ZOO_LORA_Q, "self_attn.q_proj");
+		k = proj(b, c, &h, kvd, c->qkv_bias, ZOO_LORA_K, "self_attn.k_proj");
+		v = proj(b, c, &h, kvd, c->qkv_bias, ZOO_LORA_V, "self_attn.v_proj");
+		q = rope(b, &q, "self_attn.q_rope");
+		k = rope(b, &k, "self_attn.k_rope");
+		h = attention_gqa(b, &q, &k, &v, c->heads, c->eager, "self_attn.attn");
+		h = proj(b, c, &h, c->hidden, false, ZOO_LORA_O, "self_attn.o_proj");
+		x = add2(b, &x, &h, "residual_1");
+		h = rmsnorm(b, &x, "post_attention_layernorm");
+		if (c->lora_rank)
+			freeze_last(b);
+		g = proj(b, c, &h, c->ffn, false, ZOO_LORA_GATE, "mlp.gate_proj");
+		u = proj(b, c, &h, c->ffn, false, ZOO_LORA_UP, "mlp.up_proj");
+		g = act(b, &g, "silu", false, "mlp.act_fn");
+		g = mul2(b, &g, &u, "mlp.mul");
+		h = proj(b, c, &g, c->hidden, false, ZOO_LORA_DOWN, "mlp.down_proj");
+		x = add2(b, &x, &h, "residual_2");
+		zb_pop(b, save);
+	}
+	x = rmsnorm(b, &x, "norm");
+	if (c->lora_rank)
+		freeze_last(b);
+	x = fc_rows(b, &x, (uint64_t)c->batch * c->seq, c->hidden, c->vocab, !c->tied, false, NULL, "lm_head");
+	if (c->tied)
+		comment_last(b, "weight tied to embed_tokens (memplan-net/1 has no shared parameters)");
+	else if (c->lora_rank)
+		freeze_last(b);
+	x = cast(b, &x, MP_DT_FLOAT32, "logits_float");
+	loss(b, &x, "loss");
+}
+
+int zoo_build_llama(struct zb *b, const struct zoo_opts *o)
+{
+	struct llama_cfg c = {
+		o->batch, o->seq, o->depth, o->hidden, o->heads, o->kv_heads, o->ffn, o->vocab,
+		o->tied > 0, o->qkv_bias > 0, o->attn > 0, o->lora_rank,
+		o->lora_targets ? o->lora_targets : ZOO_LORA_QV,
+	};
+	static const char *const tnames[] = { "q", "k", "v", "o", "gate", "up", "down" };
+	char targets[64] = "";
+
+	if (check_transformer(b, o) < 0)
+		return -1;
+	if (!c.kv_heads)
+		c.kv_heads = c.heads;
+	if (!c.ffn) /* Llama's: 2/3 of 4x, rounded up to a multiple of 256 */
+		c.ffn = (uint32_t)((8ull * c.hidden / 3 + 255) / 256 * 256);
+	if (!c.vocab)
+		c.vocab = 32000;
+	if (check_range(b->model, "kv-heads", c.kv_heads, 1, c.heads, b->err) < 0 ||
+	    check_range(b->model, "ffn", c.ffn, 1, 1048576, b->err) < 0 ||
+	    check_range(b->model, "vocab", c.vocab, 1, 4194304, b->err) < 0 ||
+	    (c.lora_rank && check_range(b->model, "lora rank", c.lora_rank, 1, c.hidden, b->err) < 0))
+		return -1;
+	if (c.heads % c.kv_heads) {
+		mp_error_set(b->err, "%s: heads %u is not a multiple of kv-heads %u", b->model, c.heads, c.kv_heads);
+		return -1;
+	}
+	gen_llama(b, &c);
+	for (unsigned i = 0; i < 7; i++)
+		if (c.lora_targets & (1u << i))
+			snprintf(targets + strlen(targets), sizeof(targets) - strlen(targets), "%s%s",
+				 targets[0] ? "," : "", tnames[i]);
+	json_object_set_new(b->gen, "kv_heads", json_integer(c.kv_heads));
+	json_object_set_new(b->gen, "ffn", json_integer(c.ffn));
+	json_object_set_new(b->gen, "vocab", json_integer(c.vocab));
+	json_object_set_new(b->gen, "tied", json_boolean(c.tied));
+	json_object_set_new(b->gen, "qkv_bias", json_boolean(c.qkv_bias));
+	json_object_set_new(b->gen, "attn", json_string(c.eager ? "eager" : "flash"));
+	if (c.lora_rank) {
+		json_object_set_new(b->gen, "lora_rank", json_integer(c.lora_rank));
+		json_object_set_new(b->gen, "lora_targets", json_string(targets));
+	}
+	snprintf(b->name, sizeof(b->name), "llama-%ux%u", c.layers, c.hidden);
+	snprintf(b->desc, sizeof(b->desc),
+		 "Llama-family decoder (Hugging Face LlamaForCausalLM), %u layers, hidden %u, %u heads, %u kv-heads, ffn %u, vocab %u%s%s, seq %u, batch %u; attention %s%s%s%s.",
+		 c.layers, c.hidden, c.heads, c.kv_heads, c.ffn, c.vocab, c.tied ? ", tied head" : "",
+		 c.qkv_bias ? ", q/k/v biases" : "", c.seq, c.batch,
+		 c.eager ? "eager (probabilities saved)" : "as one fused (flash) kernel",
+		 c.lora_rank ? "; LoRA on " : "", c.lora_rank ? targets : "",
+		 c.lora_rank ? ", the rest frozen" : "");
+	return 0;
+}
+
+unsigned zoo_lora_targets(const char *list)
+{
+	static const struct { const char *name; unsigned bits; } names[] = {
+		{ "q", ZOO_LORA_Q }, { "k", ZOO_LORA_K }, { "v", ZOO_LORA_V }, { "o", ZOO_LORA_O },
+		{ "gate", ZOO_LORA_GATE }, { "up", ZOO_LORA_UP }, { "down", ZOO_LORA_DOWN },
+		{ "all", ZOO_LORA_ALL },
+	};
+	unsigned bits = 0;
+
+	while (*list) {
+		size_t n = strcspn(list, ","), k;
+
+		for (k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+			if (n == strlen(names[k].name) && !strncmp(list, names[k].name, n))
+				break;
+		if (k == sizeof(names) / sizeof(names[0]))
+			return 0;
+		bits |= names[k].bits;
+		list += n + (list[n] == ',');
+	}
+	return bits;
 }

@@ -58,25 +58,44 @@ static const struct zoo_entry models[] = {
 		     ZOO_OPT_DEPTH | ZOO_OPT_SEQ | ZOO_OPT_HIDDEN | ZOO_OPT_HEADS },
 	  .batch = 32, .depth = 12, .hidden = 768, .seq = 128, .optimizer = MP_OPT_ADAM,
 	  .build = zoo_build_bert },
+	{ .model = { "llama", "Llama-family decoder (RMSNorm, RoPE, GQA, SwiGLU), llama3-8b's shape, seq 4096, batch 1; presets below",
+		     ZOO_OPT_DEPTH | ZOO_OPT_SEQ | ZOO_OPT_HIDDEN | ZOO_OPT_HEADS | ZOO_OPT_KV_HEADS |
+		     ZOO_OPT_FFN | ZOO_OPT_VOCAB | ZOO_OPT_LLAMA },
+	  .batch = 1, .depth = 32, .hidden = 4096, .seq = 4096, .optimizer = MP_OPT_ADAMW,
+	  .build = zoo_build_llama },
 	{ .model = { "seq2seq", "LSTM seq2seq with additive attention (TF-NMT), 2 layers, 512 hidden, seq 50, batch 128",
 		     ZOO_OPT_DEPTH | ZOO_OPT_SEQ | ZOO_OPT_HIDDEN },
 	  .batch = 128, .depth = 2, .hidden = 512, .seq = 50, .optimizer = MP_OPT_SGD,
 	  .build = zoo_build_seq2seq },
 };
 
+/* Aliases fix options; llama presets also kv-heads, ffn, vocab, a tied head
+ * and q, k, v biases (Hugging Face config.json of each model). */
 static const struct {
 	const char *alias, *model;
 	uint32_t depth, hidden, heads;
+	uint32_t kv_heads, ffn, vocab;
+	bool tied, qkv_bias;
 } aliases[] = {
-	{ "vgg-16", "vgg16", 0, 0, 0 }, { "vgg-19", "vgg19", 0, 0, 0 },
-	{ "inception_v4", "inception-v4", 0, 0, 0 }, { "inceptionv4", "inception-v4", 0, 0, 0 },
-	{ "densenet121", "densenet-121", 0, 0, 0 }, { "densenet", "densenet-121", 0, 0, 0 },
-	{ "mobilenet_v2", "mobilenet-v2", 0, 0, 0 }, { "mobilenetv2", "mobilenet-v2", 0, 0, 0 },
-	{ "u-net", "unet", 0, 0, 0 },
-	{ "gpt2-small", "gpt2", 12, 768, 12 }, { "gpt2-medium", "gpt2", 24, 1024, 16 },
-	{ "gpt2-large", "gpt2", 36, 1280, 20 }, { "gpt2-xl", "gpt2", 48, 1600, 25 },
-	{ "bert-base", "bert", 12, 768, 12 }, { "bert-large", "bert", 24, 1024, 16 },
-	{ "lstm-seq2seq", "seq2seq", 0, 0, 0 },
+	{ "vgg-16", "vgg16", 0, 0, 0, 0, 0, 0, false, false }, { "vgg-19", "vgg19", 0, 0, 0, 0, 0, 0, false, false },
+	{ "inception_v4", "inception-v4", 0, 0, 0, 0, 0, 0, false, false }, { "inceptionv4", "inception-v4", 0, 0, 0, 0, 0, 0, false, false },
+	{ "densenet121", "densenet-121", 0, 0, 0, 0, 0, 0, false, false }, { "densenet", "densenet-121", 0, 0, 0, 0, 0, 0, false, false },
+	{ "mobilenet_v2", "mobilenet-v2", 0, 0, 0, 0, 0, 0, false, false }, { "mobilenetv2", "mobilenet-v2", 0, 0, 0, 0, 0, 0, false, false },
+	{ "u-net", "unet", 0, 0, 0, 0, 0, 0, false, false },
+	{ "gpt2-small", "gpt2", 12, 768, 12, 0, 0, 0, false, false }, { "gpt2-medium", "gpt2", 24, 1024, 16, 0, 0, 0, false, false },
+	{ "gpt2-large", "gpt2", 36, 1280, 20, 0, 0, 0, false, false }, { "gpt2-xl", "gpt2", 48, 1600, 25, 0, 0, 0, false, false },
+	{ "bert-base", "bert", 12, 768, 12, 0, 0, 0, false, false }, { "bert-large", "bert", 24, 1024, 16, 0, 0, 0, false, false },
+	{ "lstm-seq2seq", "seq2seq", 0, 0, 0, 0, 0, 0, false, false },
+	{ "llama2-7b", "llama", 32, 4096, 32, 32, 11008, 32000, false, false },
+	{ "llama2-13b", "llama", 40, 5120, 40, 40, 13824, 32000, false, false },
+	{ "llama3-8b", "llama", 32, 4096, 32, 8, 14336, 128256, false, false },
+	{ "llama3-70b", "llama", 80, 8192, 64, 8, 28672, 128256, false, false },
+	{ "llama3.2-1b", "llama", 16, 2048, 32, 8, 8192, 128256, true, false },
+	{ "llama3.2-3b", "llama", 28, 3072, 24, 8, 8192, 128256, true, false },
+	{ "mistral-7b", "llama", 32, 4096, 32, 8, 14336, 32000, false, false },
+	{ "qwen2-7b", "llama", 28, 3584, 28, 4, 18944, 152064, false, true },
+	{ "qwen2-0.5b", "llama", 24, 896, 14, 2, 4864, 151936, true, true },
+	{ "tinyllama-1.1b", "llama", 22, 2048, 32, 4, 5632, 32000, false, false },
 };
 
 unsigned zoo_model_count(void)
@@ -116,6 +135,16 @@ static int find_model(const char *name, unsigned *preset, struct zoo_opts *o)
 				p |= ZOO_OPT_DEPTH;
 			if (aliases[i].hidden)
 				p |= ZOO_OPT_HIDDEN | ZOO_OPT_HEADS;
+			if (aliases[i].vocab)
+				p |= ZOO_OPT_KV_HEADS | ZOO_OPT_FFN | ZOO_OPT_VOCAB;
+			if (o && aliases[i].vocab) {
+				o->kv_heads = aliases[i].kv_heads;
+				o->ffn = aliases[i].ffn;
+				o->vocab = aliases[i].vocab;
+				if (o->tied < 0)
+					o->tied = aliases[i].tied;
+				o->qkv_bias = aliases[i].qkv_bias;
+			}
 			if (o) {
 				if (aliases[i].depth)
 					o->depth = aliases[i].depth;
@@ -165,6 +194,7 @@ void zoo_opts_init(struct zoo_opts *o)
 	o->optimizer = -1;
 	o->grads_keep = -1;
 	o->framework = -1;
+	o->tied = o->qkv_bias = o->attn = -1;
 }
 
 int check_range(const char *model, const char *what, uint32_t v, uint32_t lo, uint32_t hi,
@@ -176,7 +206,9 @@ int check_range(const char *model, const char *what, uint32_t v, uint32_t lo, ui
 	return -1;
 }
 
-static const char *const opt_names[] = { "depth", "image", "seq", "hidden", "heads" };
+static const char *const opt_names[ZOO_N_OPTS] = {
+	"depth", "image", "seq", "hidden", "heads", "kv-heads", "ffn", "vocab", "tied, attn or lora",
+};
 
 /* Refuse what the caller gave (given) that the model does not take or that
  * the alias it was named by fixes (preset). */
@@ -190,7 +222,11 @@ static int check_given(const char *model, const struct zoo_model *zm, const stru
 	passed |= given->seq ? ZOO_OPT_SEQ : 0;
 	passed |= given->hidden ? ZOO_OPT_HIDDEN : 0;
 	passed |= given->heads ? ZOO_OPT_HEADS : 0;
-	for (unsigned i = 0; i < 5; i++) {
+	passed |= given->kv_heads ? ZOO_OPT_KV_HEADS : 0;
+	passed |= given->ffn ? ZOO_OPT_FFN : 0;
+	passed |= given->vocab ? ZOO_OPT_VOCAB : 0;
+	passed |= given->tied >= 0 || given->attn >= 0 || given->lora_rank ? ZOO_OPT_LLAMA : 0;
+	for (unsigned i = 0; i < ZOO_N_OPTS; i++) {
 		unsigned bit = 1u << i;
 
 		if ((passed & bit) && !(zm->options & bit)) {

@@ -20,8 +20,19 @@
 /* Options a model may accept besides batch, dtype, optimizer and device. */
 enum {
 	ZOO_OPT_DEPTH = 1, ZOO_OPT_IMAGE = 2, ZOO_OPT_SEQ = 4, ZOO_OPT_HIDDEN = 8,
-	ZOO_OPT_HEADS = 16,
+	ZOO_OPT_HEADS = 16, ZOO_OPT_KV_HEADS = 32, ZOO_OPT_FFN = 64, ZOO_OPT_VOCAB = 128,
+	ZOO_OPT_LLAMA = 256,     /* --tied, --attn, --lora (llama) */
 };
+#define ZOO_N_OPTS 9
+
+/* LoRA's targets: the projections of a Llama block (ZOO_LORA_QV default). */
+enum {
+	ZOO_LORA_Q = 1, ZOO_LORA_K = 2, ZOO_LORA_V = 4, ZOO_LORA_O = 8,
+	ZOO_LORA_GATE = 16, ZOO_LORA_UP = 32, ZOO_LORA_DOWN = 64,
+	ZOO_LORA_QV = ZOO_LORA_Q | ZOO_LORA_V, ZOO_LORA_ALL = 127,
+};
+/* "q,v" or "all" -> bits; 0 when a name is unknown. */
+unsigned zoo_lora_targets(const char *list);
 
 struct zoo_model {
 	const char *name;       /* "resnet", "gpt2", ... */
@@ -51,6 +62,12 @@ struct zoo_opts {
 	uint32_t depth;          /* resnet depth; transformer or LSTM layers */
 	uint32_t image_h, image_w;
 	uint32_t seq, hidden, heads;
+	uint32_t kv_heads, ffn, vocab; /* llama: grouped-query heads, MLP width, vocabulary */
+	int tied;                /* llama: LM head tied to the embedding; -1: the model's */
+	int qkv_bias;            /* llama: q, k, v projections with a bias (Qwen2); -1: the model's */
+	int attn;                /* llama: 0 flash (sdpa), 1 eager; -1: flash */
+	uint32_t lora_rank;      /* llama: LoRA adapters of this rank; 0: full fine-tuning */
+	unsigned lora_targets;   /* ZOO_LORA_*; 0: q and v */
 	int dtype;               /* enum mp_dtype; -1: float32 */
 	int optimizer;           /* enum mp_optimizer; -1: the model's default */
 	int grads_keep;          /* "grads": 1 keep, 0 set_to_none; -1: not written */

@@ -95,7 +95,7 @@ bad layer-name-duplicate "layers[2].name: duplicate layer name 'fc1' (first at l
 bad layer-type-missing 'layers[1]: missing "type"'
 bad layer-type-number 'layers[1].type: expected a string, got an integer'
 bad layer-type-unknown "layers[1].type: unknown layer type 'convolution' (data, conv, fc, relu, sigmoid, tanh, elu, gelu, silu, pool, lrn, bn, layernorm, dropout, softmax, loss, add, concat, embedding, attention, reshape, custom)"
-bad layer-unknown-key 'layers[2].inptus: unknown key (expected one of: name, type, inputs, shape, bytes, dtype, params, param_bytes, time, workspace, algos, saves, inplace, mode, kernel, stride, pad, dilation, groups, frozen, comment)'
+bad layer-unknown-key 'layers[2].inptus: unknown key (expected one of: name, type, inputs, shape, bytes, dtype, params, param_bytes, time, workspace, algos, saves, inplace, mode, kernel, stride, pad, dilation, groups, frozen, heads, impl, comment)'
 bad layer-dtype-number 'layers[2].dtype: expected a string, got an integer'
 bad layer-dtype-unknown "layers[2].dtype: unknown dtype 'float33' (float32, float16, bfloat16, float64, float8, int8, uint8, int32, int64, bool)"
 # Found: every other type error says what it got; this one did not.
@@ -148,6 +148,9 @@ bad precision-number 'precision: expected a policy name or an object, got an int
 bad frozen-no-params 'layers[1].frozen: the layer has no parameters to freeze'
 bad frozen-update 'layers[1].time.update: a frozen layer is never updated (drop the time or "frozen")'
 bad frozen-string 'layers[1].frozen: expected true or false, got a string'
+bad attention-impl "layers[1].impl: unknown attention implementation 'slow' (flash, sdpa or eager)"
+bad attention-eager-heads 'layers[1]: eager attention needs "heads" and a shape [batch, seq, hidden]'
+bad heads-not-attention 'layers[1].heads: only attention layers have one'
 bad op-output-twice "ops[0].outputs[1]: 'h' is listed twice (also at [0]); an op writes each output once"
 # what add and concat do allow: a broadcasting add, a concat of stated crops
 expect_run "check sizes-ok" 0 --stdout-grep "valid memplan-net/1 'sizes-ok'" -- memplan check tests/data/sizes-ok.json

@@ -156,6 +156,80 @@ static void test_framework(void)
 	}
 }
 
+/* Trainable parameters: those with a gradient (float32 without a precision). */
+static uint64_t trainable(const struct mp_net *net)
+{
+	return net_bytes_of_kind(net, MP_TK_PARAM_GRAD) / 4;
+}
+
+/*
+ * gen llama's presets against the parameter counts of their Hugging Face
+ * checkpoints (config.json: layers, hidden, heads, kv-heads, intermediate
+ * size, vocabulary, tied embeddings, Qwen2's q/k/v biases), and LoRA's
+ * trainable counts as PEFT prints them: r 16 on q, v of Llama-3-8B (GQA:
+ * v_proj is 1024 wide) 32 * (16 * 4096 + 4096 * 16 + 16 * 4096 + 1024 * 16);
+ * r 8 on every projection of Llama-2-7B 32 * (4 * 8 * 8192 + 3 * 8 * 15104).
+ */
+static void test_llama(void)
+{
+	static const struct { const char *model; uint64_t params; } pub[] = {
+		{ "llama2-7b", 6738415616 }, { "llama2-13b", 13015864320 },
+		{ "llama3-8b", 8030261248 }, { "llama3-70b", 70553706496 },
+		{ "llama3.2-1b", 1235814400 }, { "llama3.2-3b", 3212749824 },
+		{ "mistral-7b", 7241732096 }, { "qwen2-7b", 7615616512 },
+		{ "qwen2-0.5b", 494032768 }, { "tinyllama-1.1b", 1100048384 },
+	};
+	struct zoo_opts o;
+	struct mp_net *net;
+
+	for (size_t i = 0; i < sizeof(pub) / sizeof(pub[0]); i++) {
+		zoo_opts_init(&o);
+		o.seq = 16;
+		if (!(net = load_opts(pub[i].model, &o)))
+			continue;
+		if (net_param_count(net) != pub[i].params)
+			fprintf(stderr, "%s: ", pub[i].model);
+		CHECK_U64(net_param_count(net), pub[i].params);
+		CHECK_U64(trainable(net), pub[i].params);
+		net_free(net);
+	}
+	zoo_opts_init(&o);
+	o.seq = 16;
+	o.lora_rank = 16;
+	if ((net = load_opts("llama3-8b", &o))) {
+		CHECK_U64(trainable(net), 6815744);
+		CHECK_U64(net_param_count(net), 8030261248 + 6815744);
+		CHECK(net_find_tensor(net, "layers.0.self_attn.q_proj.param0.grad") < 0);
+		CHECK(net_find_tensor(net, "layers.0.self_attn.q_proj.lora_A.param0.grad") >= 0);
+		CHECK(net_find_tensor(net, "layers.0.self_attn.k_proj.lora_A.param0") < 0);
+		net_free(net);
+	}
+	o.lora_rank = 8;
+	o.lora_targets = ZOO_LORA_ALL;
+	if ((net = load_opts("llama2-7b", &o))) {
+		CHECK_U64(trainable(net), 19988480);
+		net_free(net);
+	}
+	/* eager attention saves the probabilities [B, heads, S, S]: 2 * 32 * 16 *
+	 * 16 float32; flash does not */
+	zoo_opts_init(&o);
+	o.seq = 16;
+	o.batch = 2;
+	o.attn = 1;
+	if ((net = load_opts("tinyllama-1.1b", &o))) {
+		CHECK_U64(tensor_bytes(net, "layers.0.self_attn.attn.probs"), 2 * 32 * 16 * 16 * 4);
+		net_free(net);
+	}
+	o.attn = 0;
+	if ((net = load_opts("tinyllama-1.1b", &o))) {
+		CHECK(net_find_tensor(net, "layers.0.self_attn.attn.probs") < 0);
+		net_free(net);
+	}
+	CHECK_U64(zoo_lora_targets("q,v"), ZOO_LORA_QV);
+	CHECK_U64(zoo_lora_targets("all"), ZOO_LORA_ALL);
+	CHECK_U64(zoo_lora_targets("q,x"), 0);
+}
+
 static void test_param_counts(void)
 {
 	/* torchvision (alexnet .. mobilenet_v2), timm inception_v4, Hugging Face
@@ -564,5 +638,6 @@ int main(void)
 	test_errors();
 	test_all_models_analyze();
 	test_framework();
+	test_llama();
 	return unit_report("test_zoo");
 }

@@ -1,0 +1,45 @@
+#!/bin/sh
+# gen llama: the presets' parameter counts (test_zoo checks every preset and
+# LoRA's trainable counts), LoRA, eager attention, and issue 14's question
+# read off capacity: llama3-8b, bf16-mixed, AdamW, LoRA r 16, seq 4096 on a
+# 24 GB card: batch 1 with per-block checkpointing, none without.
+. "$(dirname "$0")/../lib.sh"
+memplan gen llama3-8b --seq 4096 --batch 1 --precision bf16-mixed --lora 16 -o "$TMP/l8.json" >/dev/null
+expect_run "llama3-8b + LoRA r16 on q, v: 8030261248 + 6815744 parameters" 0 --stdout-grep '"parameters": 8037076992,' -- \
+	memplan check "$TMP/l8.json" --format json
+# trainable: 6815744 parameters, bf16 gradients, fp32 master and two moments
+expect_run "LoRA: only the adapters train" 0 --stdout-grep '"parameter_gradient": 13631488,' -- \
+	memplan check "$TMP/l8.json" --format json
+expect_run "LoRA: their state" 0 --stdout-grep '"optimizer_state": 81788928,' -- \
+	memplan check "$TMP/l8.json" --format json
+memplan capacity "$TMP/l8.json" --gpu rtx-4090 --planner checkpoint-blocks >"$TMP/cap.out"
+expect_run "24 GB: nothing fits without checkpointing" 0 --stdout-grep '^liveness +none ' -- cat "$TMP/cap.out"
+expect_run "24 GB: batch 1 with per-block checkpointing" 0 --stdout-grep '^checkpoint-blocks +1 ' -- cat "$TMP/cap.out"
+small="--depth 2 --hidden 256 --heads 8 --kv-heads 2 --ffn 512 --vocab 1000"
+memplan gen llama $small --seq 256 --batch 2 --attn eager -o "$TMP/eager.json" >/dev/null
+memplan gen llama $small --seq 256 --batch 2 -o "$TMP/flash.json" >/dev/null
+expect_run "eager attention says so" 0 -- grep -q '"impl": "eager"' "$TMP/eager.json"
+peak() { "$MEMPLAN" analyze "$1" --strategy liveness --format json | sed -n 's/.*"peak_bytes": \([0-9]*\).*/\1/p' | head -n 1; }
+expect_run "eager attention keeps more than flash" 0 -- test "$(peak "$TMP/eager.json")" -gt "$(peak "$TMP/flash.json")"
+# plans of a LoRA net verify on the host with nothing lost
+memplan gen llama $small --seq 64 --batch 2 --precision bf16-mixed --lora 8,all -o "$TMP/t.json" >/dev/null
+p=$(peak "$TMP/t.json")
+for planner in greedy checkpoint-blocks tensile; do
+	"$MEMPLAN" plan "$TMP/t.json" --budget $((p * 9 / 10)) --planner $planner -o "$TMP/p.json" >/dev/null 2>&1
+	rc=$?
+	[ $rc = 1 ] && continue
+	expect_run "LoRA, $planner: plan" 0 -- test $rc = 0
+	expect_run "LoRA, $planner: verify" 0 --stdout-grep 'nothing lost' -- \
+		memplan verify "$TMP/p.json" --iters 2 --warmup 1 --tolerance-peak 0
+done
+expect_run "a preset fixes its shape" 2 --stderr "memplan: gen: 'llama3-8b' fixes --kv-heads; use 'llama --kv-heads'" -- \
+	memplan gen llama3-8b --kv-heads 4
+expect_run "kv-heads divide heads" 2 --stderr "memplan: gen: llama: heads 32 is not a multiple of kv-heads 5" -- \
+	memplan gen llama --heads 32 --kv-heads 5
+expect_run "LoRA targets" 2 --stderr "memplan: gen: --lora: targets are q, k, v, o, gate, up, down or all, got 'x'" -- \
+	memplan gen llama --lora 16,x
+expect_run "attention implementations" 2 --stderr "memplan: gen: --attn: expected flash, sdpa or eager, got 'slow'" -- \
+	memplan gen llama --attn slow
+expect_run "LoRA is llama's" 2 --stderr "memplan: gen: --tied, --attn or --lora does not apply to gpt2" -- \
+	memplan gen gpt2 --lora 8
+done_testing
