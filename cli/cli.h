@@ -33,6 +33,10 @@ struct mp_net *cli_load_net(const char *path);
 /* The same, also returning the parsed JSON (*root, the caller's reference). */
 struct mp_net *cli_load_net_json(const char *path, json_t **root);
 
+/* " (capacity planning only: no verify backend)" to print after the name of
+ * a device no backend of memplan runs on, else "" (static strings). */
+const char *cli_device_note(const struct mp_device *d);
+
 /* Call f on each item of a comma list ("" when the list is empty); stops at
  * the first -1, which it returns. */
 int cli_each_item(const char *list, int (*f)(const char *item, void *ctx), void *ctx);

@@ -112,6 +112,8 @@ static void print_json(const struct mp_net *net, const struct mp_analysis *a, ui
 	json_object_set_new(dev, "latency_us", json_real(a->device.latency_us));
 	json_object_set_new(dev, "memory_bytes", json_integer((json_int_t)a->device.memory_bytes));
 	json_object_set_new(dev, "default", json_boolean(a->device.is_default));
+	if (a->device.no_verify)
+		json_object_set_new(dev, "no_verify", json_true());
 	json_object_set_new(root, "device", dev);
 	json_object_set_new(root, "time_source", net->time_source ? json_string(net->time_source) : json_null());
 	for (uint32_t i = 0; i < a->n; i++)
@@ -204,8 +206,9 @@ static void print_table(const struct mp_net *net, const struct mp_analysis *a, u
 		printf("device: none given; default link %.0f GB/s each way, %.0f us per copy (PCIe 3.0 x16 pinned)\n",
 		       a->device.h2d_gbps, a->device.latency_us);
 	else
-		printf("device: %s, link %.1f GB/s to device, %.1f GB/s to host, %s memory\n", a->device.name,
-		       a->device.h2d_gbps, a->device.d2h_gbps, mp_fmt_bytes(a->device.memory_bytes, b1, sizeof(b1)));
+		printf("device: %s, link %.1f GB/s to device, %.1f GB/s to host, %s memory%s\n", a->device.name,
+		       a->device.h2d_gbps, a->device.d2h_gbps, mp_fmt_bytes(a->device.memory_bytes, b1, sizeof(b1)),
+		       cli_device_note(&a->device));
 	printf("times: %s\n", net->time_source ? net->time_source : "as given in the file");
 	if (net->n_untimed)
 		printf("note: %u layers or ops give no time; 0 ms assumed\n", net->n_untimed);

@@ -99,6 +99,8 @@ static json_t *gpu_json(const struct gpu *g)
 	json_object_set_new(o, "memory_bytes", json_integer((json_int_t)g->memory));
 	json_object_set_new(o, "usable_bytes", json_integer((json_int_t)g->q.usable_bytes));
 	json_object_set_new(o, "times", json_string(g->times));
+	if (g->dev.no_verify)
+		json_object_set_new(o, "no_verify", json_true());
 	for (unsigned row = 0; row < CAP_N_ROWS; row++) {
 		const struct cap_result *r = &g->res[row];
 		json_t *s;
@@ -128,6 +130,9 @@ static void print_gpu(const struct gpu *g, const char *what, uint64_t reserve)
 	       mp_fmt_bytes(g->q.usable_bytes, b1, sizeof(b1)), mp_fmt_bytes(g->memory, b2, sizeof(b2)),
 	       mp_fmt_bytes(reserve, b3, sizeof(b3)));
 	printf("times: %s\n", g->times);
+	if (g->dev.no_verify)
+		printf("note: %s is in the catalog for capacity planning only: memplan has no verify backend for it\n",
+		       g->dev.name);
 	if (g->q.max_overhead >= 0)
 		printf("largest size whose slowdown stays within %.1f%% of the unconstrained run\n", 100 * g->q.max_overhead);
 	printf("%-17s %10s %12s %14s %6s\n", "strategy", g->q.vary == CAP_VARY_BATCH ? "max batch" : "max depth",

@@ -92,7 +92,8 @@ int cmd_check(int argc, char **argv)
 		printf(" (%s)\n", net->time_source ? net->time_source : "source not given");
 		if (net->n_untimed)
 			printf("  note         %u layers or ops give no time; 0 ms assumed\n", net->n_untimed);
-		printf("  device       %s\n", net->has_device ? net->device.name : "none given");
+		printf("  device       %s%s\n", net->has_device ? net->device.name : "none given",
+		       net->has_device ? cli_device_note(&net->device) : "");
 	}
 	route_release(&route);
 	net_free(net);

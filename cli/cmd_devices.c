@@ -3,7 +3,8 @@
  * The built-in GPU catalog (analysis/base/device.c), or the devices named (catalog
  * names or JSON device files): memory, achieved pinned host-link bandwidth
  * per direction, copy latency, peak dense throughput per dtype, memory
- * bandwidth, and where the figures come from (memplan-devices(1)).
+ * bandwidth, and where the figures come from (memplan-devices(1)); a "*"
+ * marks a GPU for capacity planning only (no_verify: the AMD entries).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,9 +31,10 @@ static void device_row(const struct mp_device *d)
 	tf_cell(d->tflops[MP_DT_BFLOAT16]);
 	tf_cell(d->tflops[MP_DT_FLOAT8]);
 	if (d->mem_gbps > 0)
-		printf(" %8.0f\n", d->mem_gbps);
+		printf(" %8.0f", d->mem_gbps);
 	else
-		printf(" %8s\n", "-");
+		printf(" %8s", "-");
+	printf("%s\n", d->no_verify ? "  *" : "");
 }
 
 int cmd_devices(int argc, char **argv)
@@ -45,6 +47,7 @@ int cmd_devices(int argc, char **argv)
 	const struct cli_cmd cmd = { "devices", "[NAME|FILE ...]", opts, NULL, NULL, 0 };
 	struct mp_error err = { "" };
 	struct mp_device *devs;
+	bool no_verify = false;
 	unsigned n;
 
 	if ((rc = cli_parse(&cmd, argc, argv, &at)) != CLI_GO)
@@ -72,8 +75,12 @@ int cmd_devices(int argc, char **argv)
 		       "latency", "fp32", "fp16", "bf16", "fp8", "mem bw");
 		printf("%-12s %10s %8s %8s %7s %8s %8s %8s %8s %8s\n", "", "", "GB/s", "GB/s", "us",
 		       "TFLOPS", "TFLOPS", "TFLOPS", "TFLOPS", "GB/s");
-		for (unsigned i = 0; i < n; i++)
+		for (unsigned i = 0; i < n; i++) {
 			device_row(&devs[i]);
+			no_verify |= devs[i].no_verify;
+		}
+		if (no_verify)
+			printf("*: AMD, for capacity planning only: no verify backend; memory as rocm-smi reports it\n");
 		printf("\nh2d/d2h: achieved cudaMemcpyAsync bandwidth with pinned host memory, not the\n"
 		       "bus's nominal figure; TFLOPS: datasheet peak dense (float16, bfloat16 and fp8 on\n"
 		       "tensor cores where present); memory: as nvidia-smi reports it; GB = 1e9 B.\n"

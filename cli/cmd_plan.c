@@ -332,8 +332,9 @@ static void print_plans(const struct mp_net *net, const struct mp_plan_req *req,
 {
 	char b1[32], lab[300];
 
-	printf("net '%s' under a budget of %s on %s%s\n", net->name, mp_fmt_bytes(req->budget_bytes, b1, sizeof(b1)),
-	       req->device.name, req->device.is_default ? " (default link: 12 GB/s each way, 10 us per copy)" : "");
+	printf("net '%s' under a budget of %s on %s%s%s\n", net->name, mp_fmt_bytes(req->budget_bytes, b1, sizeof(b1)),
+	       req->device.name, req->device.is_default ? " (default link: 12 GB/s each way, 10 us per copy)" : "",
+	       cli_device_note(&req->device));
 	printf("layer-wise minimum %s at step %u (%s)\n\n", mp_fmt_bytes(lmin->bytes, b1, sizeof(b1)), lmin->step + 1,
 	       step_label(net, lmin->op, lab, sizeof(lab)));
 	if (all)

@@ -147,6 +147,11 @@ int cmd_profile(int argc, char **argv)
 	if (!(net = cli_load_net_json(path, &root)))
 		return EXIT_BAD_INPUT;
 	prof_init(&m);
+	/* measured times for one GPU under a device name of another */
+	if (net->has_device && device_check_runnable(&net->device, &err) < 0) {
+		rc = cli_error(EXIT_BAD_INPUT, "profile: %s: %s", path, err.msg);
+		goto out;
+	}
 	if (exec_cuda_probe(&pr, &err) < 0) {
 		rc = cli_error(EXIT_NO_GPU, "profile: no CUDA device: %s", err.msg);
 		goto out;

@@ -295,8 +295,8 @@ static void print_run(const char *path, const struct mp_net *net, const struct m
 {
 	char b1[32], pp[96];
 
-	printf("plan      %s: net '%s', planner %s, device %s\n", path, net->name, mp_planner_name(plan->planner),
-	       req->device.name);
+	printf("plan      %s: net '%s', planner %s, device %s%s\n", path, net->name, mp_planner_name(plan->planner),
+	       req->device.name, cli_device_note(&req->device));
 	if (cuda)
 		print_cuda_backend(res);
 	else if (eo->alloc == MP_EXEC_POOL)
@@ -420,6 +420,10 @@ int cmd_verify(int argc, char **argv)
 		tol_time = 10;
 	if (plan_read_file(path, &net, &req, &plan, &err) < 0)
 		return cli_error(EXIT_BAD_INPUT, "%s: %s", path, err.msg);
+	if (cuda && device_check_runnable(&req.device, &err) < 0) {
+		rc = cli_error(EXIT_BAD_INPUT, "verify: %s: %s; --device host still checks the schedule", path, err.msg);
+		goto out;
+	}
 	run_rc = replay_run(backend_find(cuda ? "cuda" : "host"), net, &req, &plan, &eo, &res, &err);
 	if (run_rc == EXEC_NO_DEVICE) {
 		rc = cli_error(EXIT_NO_GPU, "verify: no usable CUDA device: %s", err.msg);

@@ -56,6 +56,11 @@ struct mp_net *cli_load_net_json(const char *path, json_t **root)
 	return net;
 }
 
+const char *cli_device_note(const struct mp_device *d)
+{
+	return d->no_verify ? " (capacity planning only: no verify backend)" : "";
+}
+
 int cli_parse_format(const char *s, int allow_csv)
 {
 	if (!strcmp(s, "table"))

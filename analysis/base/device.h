@@ -32,6 +32,8 @@ struct mp_device {
 	double mem_gbps;           /* device memory bandwidth, GB/s */
 	const char *source;        /* where the figures come from (static) */
 	bool is_default;           /* the documented default link, not a real GPU */
+	bool no_verify;            /* capacity planning only: no backend of memplan
+				    * runs on it (verify --device cuda, profile) */
 };
 
 /* The link memplan assumes when a net names no device: PCIe 3.0 x16 pinned. */
@@ -43,16 +45,22 @@ const struct mp_device *device_catalog(unsigned i);
 /* Look a catalog name up, case-insensitively ("h100-sxm", "V100-16G"). */
 const struct mp_device *device_find(const char *name);
 
+/* 0 when a backend of memplan can run on d (verify --device cuda, profile);
+ * -1 with *err saying why not: a device for capacity planning only (an AMD
+ * GPU: memplan's backends are the host's and CUDA's). */
+int device_check_runnable(const struct mp_device *d, struct mp_error *err);
+
 /*
  * Fill *d from a JSON device object {name?, memory, h2d_gbps, d2h_gbps,
- * latency_us?, mem_gbps?, tflops?: {float32: .., ...}}.  path names the
- * object for errors ("device").  0, or -1 with *err.
+ * latency_us?, mem_gbps?, tflops?: {float32: .., ...}, no_verify?}.  path
+ * names the object for errors ("device").  0, or -1 with *err.
  */
 int device_from_json(json_t *obj, const char *path, struct mp_device *d,
 		     struct mp_error *err);
 
 /* d as the JSON object device_from_json reads (name, memory, h2d_gbps,
- * d2h_gbps, latency_us, and mem_gbps, tflops and source where known): what
+ * d2h_gbps, latency_us, and mem_gbps, tflops, no_verify and source where
+ * known): what
  * nets, plans and `memplan devices --format json` write, so that any of
  * them can be given back as a device file.  A new reference. */
 json_t *device_to_json(const struct mp_device *d);

@@ -78,7 +78,8 @@ bad device-zero-bandwidth 'device.d2h_gbps: must be positive, got 0 GB/s'
 bad device-bandwidth-string 'device.h2d_gbps: expected a number, got a string'
 bad device-memory-unit "device.memory: '16X': unknown unit 'x' (use B, K, M, G, T or P; all powers of 1024)"
 bad device-memory-zero 'device.memory: device memory must be positive'
-bad device-unknown-key 'device.bandwidth: unknown key (expected one of: name, memory, h2d_gbps, d2h_gbps, latency_us, mem_gbps, tflops, source)'
+bad device-unknown-key 'device.bandwidth: unknown key (expected one of: name, memory, h2d_gbps, d2h_gbps, latency_us, mem_gbps, tflops, no_verify, source)'
+bad device-no-verify-number 'device.no_verify: expected true or false, got an integer'
 bad device-latency-negative 'device.latency_us: must not be negative, got -1 us'
 bad device-tflops-dtype 'device.tflops.float33: unknown dtype'
 # Found: 5e-324 GB/s was accepted; copies took inf ms, analyze printed "inf"

@@ -26,4 +26,11 @@ else
 fi
 expect_run "device host is the default" 0 --stdout-grep '^backend +host: ' -- \
 	memplan verify "$TMP/p.json" --iters 1 $LOOSE
+# a plan for a GPU no backend runs on (the AMD catalog entries): the host
+# backend still checks its schedule (t0603: --device cuda refuses it)
+sed 's/"latency_us": 100}/"latency_us": 100, "no_verify": true}/' examples/chain.json >"$TMP/amd.json"
+memplan plan "$TMP/amd.json" --budget 64K -o "$TMP/amd-p.json" >/dev/null
+expect_run "device host on a plan for a GPU without a backend" 0 \
+	--stdout-grep "^plan +$TMP/amd-p.json: net 'chain', planner [a-z-]+, device toy-link \(capacity planning only: no verify backend\)$" -- \
+	memplan verify "$TMP/amd-p.json" --iters 1 $LOOSE
 done_testing

@@ -77,11 +77,18 @@ if [ $backend = 1 ] && [ $gpu = 1 ]; then
 		memplan verify "$TMP/p.json" --device cuda --alloc async --iters 1 $ASYNC --report "$TMP/ra.json"
 	expect_run "the report has the reserved high-water" 0 --stdout-grep '^  "reserved_high_water_bytes": [1-9][0-9]*,$' -- \
 		cat "$TMP/ra.json"
+	# a plan for a GPU no backend runs on (no_verify: the AMD catalog entries)
+	sed 's/"latency_us": 100}/"latency_us": 100, "no_verify": true}/' examples/chain.json >"$TMP/amd.json"
+	memplan plan "$TMP/amd.json" --budget 64K -o "$TMP/amd-p.json" >/dev/null
+	expect_run "a plan for a GPU without a backend" 2 \
+		--stderr "memplan: verify: $TMP/amd-p.json: 'toy-link' is a GPU for capacity planning only: memplan has no verify backend for it (verify and profile run on CUDA GPUs); --device host still checks the schedule" -- \
+		memplan verify "$TMP/amd-p.json" --device cuda --iters 1 $LOOSE
 else
 	skip "no GPU" "verify --probe measuring pinned h2d/d2h bandwidth on a device"
 	skip "no GPU" "verify --device cuda running examples/chain.json with every read checked"
 	skip "no GPU" "verify --device cuda --report naming the device"
 	skip "no GPU" "verify --device cuda --alloc pool: high-water, and a pool too small is a violation"
 	skip "no GPU" "verify --device cuda --alloc async: data intact, reserved and used high-water"
+	skip "no GPU" "verify --device cuda refusing a plan for a GPU without a backend (no_verify)"
 fi
 done_testing

@@ -43,6 +43,14 @@ expect_run "-o in a missing directory" 2 \
 mkdir "$TMP/dir"
 expect_run "-o is a directory" 2 --stderr "memplan: profile: cannot write '$TMP/dir': Is a directory" -- \
 	memplan profile examples/tiny.json -o "$TMP/dir"
+# a net for a GPU no backend runs on (no_verify: the AMD catalog entries)
+sed 's/"latency_us": 100}/"latency_us": 100, "no_verify": true}/' examples/chain.json >"$TMP/amd.json"
+expect_run "a net for a GPU without a backend" 2 \
+	--stderr "memplan: profile: $TMP/amd.json: 'toy-link' is a GPU for capacity planning only: memplan has no verify backend for it (verify and profile run on CUDA GPUs)" -- \
+	memplan profile "$TMP/amd.json" -o "$TMP/m.json"
+memplan gen alexnet --batch 2 --device mi300x -o "$TMP/mi300x.json" >/dev/null 2>&1
+expect_run "a net generated for mi300x" 2 --stderr-grep "^memplan: profile: $TMP/mi300x.json: 'mi300x' is a GPU for capacity planning only" -- \
+	memplan profile "$TMP/mi300x.json" -o "$TMP/m.json"
 expect_run "nothing written on bad input" 1 -- test -e "$TMP/m.json"
 
 memplan verify --probe >"$TMP/probe.out" 2>/dev/null

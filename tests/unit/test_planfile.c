@@ -405,6 +405,24 @@ static void test_round_trip(void)
 			CHECK(round_trip(&f, name) == 0);
 			fix_release(&f);
 		}
+	/* a plan for a GPU no backend runs on keeps saying so: the catalog's,
+	 * and one outside the catalog, which only the file can tell */
+	if (fix_load(&f, "examples/tiny.json", MP_STRAT_OFFLOAD) == 0) {
+		json_t *j, *d = device_to_json(device_find("mi300x"));
+		struct mp_error err;
+
+		f.req.device = *device_find("mi300x");
+		CHECK(round_trip(&f, "rt-mi300x.json") == 0);
+		j = plan_to_json(f.net, f.json, &f.req, &f.p);
+		CHECK(json_is_true(json_object_get(json_object_get(j, "device"), "no_verify")));
+		json_decref(j);
+		json_object_set_new(d, "name", json_string("my-amd"));
+		CHECK(device_from_json(d, "device", &f.req.device, &err) == 0);
+		CHECK(f.req.device.no_verify);
+		CHECK(round_trip(&f, "rt-my-amd.json") == 0);
+		json_decref(d);
+		fix_release(&f);
+	}
 	/* algorithms, micro-batches, request fields */
 	if (fix_load(&f, "examples/tiny.json", MP_STRAT_OFFLOAD) == 0) {
 		tiny_with_algos(&f);

@@ -2,7 +2,8 @@
  * Unit tests of the model zoo (analysis/zoo/): parameter counts against the
  * published ones (torchvision, timm, Hugging Face), activation sizes against
  * the papers' figures, the deep ResNet family of SuperNeurons Table 4, the
- * roofline times, and that every model loads, routes and analyzes with
+ * roofline times, the newer device catalog entries (memplan-devices(1)),
+ * and that every model loads, routes and analyzes with
  * baseline >= liveness >= offload >= recompute >= layer-wise minimum.
  */
 #include <stdlib.h>
@@ -540,6 +541,70 @@ static void test_roofline(void)
 	}
 }
 
+/* The newer catalog entries: figures as memplan-devices(1) lists them, the
+ * roofline on one, an AMD entry refused by the backends, and a device
+ * written as JSON read back the same. */
+static void test_devices(void)
+{
+	const struct mp_device *b200 = device_find("b200"), *mi = device_find("MI300X");
+	struct mp_error err = { "" };
+	struct mp_device back;
+	struct zoo_opts o;
+	json_t *j;
+
+	CHECK(b200 && mi);
+	if (!b200 || !mi)
+		return;
+	CHECK_U64(b200->memory_bytes, 183359ull << 20);
+	CHECK_NEAR(b200->tflops[MP_DT_BFLOAT16], 2250, 1e-9);
+	CHECK_NEAR(b200->mem_gbps, 7700, 1e-9);
+	CHECK_U64(mi->memory_bytes, 206141652992ull);
+	CHECK_NEAR(device_find("gb200")->h2d_gbps, 180, 1e-9);
+	CHECK_U64(device_find("rtx-5090")->memory_bytes, 32607ull << 20);
+	/* a memory-bound relu at batch 32 in bfloat16: bytes / 7700 GB/s */
+	zoo_opts_init(&o);
+	o.batch = 32;
+	o.dtype = MP_DT_BFLOAT16;
+	o.device = b200;
+	j = zoo_generate("resnet50", &o, &err);
+	CHECK(j != NULL);
+	if (j) {
+		json_t *l = json_array_get(json_object_get(j, "layers"), 3);
+
+		CHECK_STR(json_string_value(json_object_get(j, "time_source")), "roofline:b200");
+		CHECK_STR(json_string_value(json_object_get(l, "name")), "relu");
+		CHECK_NEAR(json_real_value(json_object_get(json_object_get(l, "time"), "fwd")),
+			   2.0 * 2 * 32 * 64 * 112 * 112 / 7700e6, 1e-9);
+		json_decref(j);
+	}
+	/* only the AMD entries are for capacity planning only */
+	for (unsigned i = 0; i < device_catalog_count(); i++) {
+		const struct mp_device *d = device_catalog(i);
+
+		CHECK(d->no_verify == (!strcmp(d->name, "mi300x") || !strcmp(d->name, "mi325x")));
+	}
+	CHECK(device_check_runnable(b200, &err) == 0);
+	CHECK(device_check_runnable(mi, &err) == -1);
+	CHECK_STR(err.msg, "'mi300x' is a GPU for capacity planning only: memplan has no verify backend for it "
+		  "(verify and profile run on CUDA GPUs)");
+	/* written and read back: every figure and the flag */
+	j = device_to_json(mi);
+	CHECK(json_is_true(json_object_get(j, "no_verify")));
+	CHECK(device_from_json(j, "device", &back, &err) == 0);
+	CHECK(back.no_verify && back.memory_bytes == mi->memory_bytes && back.mem_gbps == mi->mem_gbps &&
+	      back.h2d_gbps == mi->h2d_gbps && back.latency_us == mi->latency_us &&
+	      !memcmp(back.tflops, mi->tflops, sizeof(back.tflops)));
+	json_decref(j);
+	j = device_to_json(b200);
+	CHECK(json_object_get(j, "no_verify") == NULL);
+	json_decref(j);
+	j = json_pack("{s:s, s:i, s:i, s:i, s:s}", "name", "x", "memory", 1024, "h2d_gbps", 1, "d2h_gbps", 1,
+		      "no_verify", "yes");
+	CHECK(device_from_json(j, "device", &back, &err) == -1);
+	CHECK_STR(err.msg, "device.no_verify: expected true or false, got a string");
+	json_decref(j);
+}
+
 static void test_errors(void)
 {
 	struct zoo_opts o;
@@ -635,6 +700,7 @@ int main(void)
 	test_activation_sizes();
 	test_deep_resnet();
 	test_roofline();
+	test_devices();
 	test_errors();
 	test_all_models_analyze();
 	test_framework();
