@@ -1,9 +1,12 @@
 /*
- * memplan capacity NET.json --gpu NAME|SIZE[,...] [--vary batch] [--max-overhead PCT]
- *   [--planner auto|NAME|none] [--reserve SIZE]
+ * memplan capacity NET.json --gpu NAME|SIZE[,...] [--vary batch|seq|tokens]
+ *   [--max-overhead PCT] [--planner auto|NAME|none] [--reserve SIZE]
  *   [--format table|json] [--svg FILE]
  * memplan capacity --model resnet --vary depth --gpu k40c --batch 16
- * The largest batch (or depth) each strategy and planner fits on each GPU.
+ * memplan capacity --model gpt2 --vary seq --gpu h100-sxm --batch 8
+ * The largest batch (or depth, or sequence length) each strategy and planner
+ * fits on each GPU.  A sequence length is varied by regenerating the model
+ * (--model, or the "generator" of a net memplan gen wrote) at each length.
  */
 #include <errno.h>
 #include <math.h>
@@ -90,12 +93,21 @@ static int add_planner_rows(const char *arg, uint32_t *rows)
 	return 0;
 }
 
+static const char *const vary_names[] = { "batch", "depth", "seq", "tokens" };
+
+/* The value shown for size n: a depth for n3, tokens for a seq. */
+static uint64_t shown(const struct cap_query *q, uint32_t n)
+{
+	return q->vary == CAP_VARY_DEPTH && n ? cap_resnet_depth(n) : q->vary == CAP_VARY_TOKENS ?
+	       (uint64_t)q->zopts.batch * n : n;
+}
+
 static json_t *gpu_json(const struct gpu *g)
 {
 	json_t *o = json_object(), *arr = json_array();
 
 	json_object_set_new(o, "gpu", json_string(g->label));
-	json_object_set_new(o, "vary", json_string(g->q.vary == CAP_VARY_BATCH ? "batch" : "depth"));
+	json_object_set_new(o, "vary", json_string(vary_names[g->q.vary]));
 	json_object_set_new(o, "memory_bytes", json_integer((json_int_t)g->memory));
 	json_object_set_new(o, "usable_bytes", json_integer((json_int_t)g->q.usable_bytes));
 	json_object_set_new(o, "times", json_string(g->times));
@@ -109,8 +121,12 @@ static json_t *gpu_json(const struct gpu *g)
 			continue;
 		s = json_object();
 		json_object_set_new(s, "name", json_string(cap_row_name(row)));
-		json_object_set_new(s, "max", json_integer(g->q.vary == CAP_VARY_DEPTH && r->max ?
-							   cap_resnet_depth(r->max) : r->max));
+		json_object_set_new(s, "max", json_integer((json_int_t)shown(&g->q, r->max)));
+		if (g->q.vary == CAP_VARY_SEQ || g->q.vary == CAP_VARY_TOKENS) {
+			json_object_set_new(s, "batch", json_integer(g->q.zopts.batch));
+			json_object_set_new(s, "seq", json_integer(r->max));
+			json_object_set_new(s, "tokens", json_integer((json_int_t)g->q.zopts.batch * r->max));
+		}
 		json_object_set_new(s, "time_ms", json_real(r->time_ms));
 		json_object_set_new(s, "throughput", json_real(r->throughput));
 		json_object_set_new(s, "evaluations", json_integer(r->evals));
@@ -119,6 +135,49 @@ static json_t *gpu_json(const struct gpu *g)
 	}
 	json_object_set_new(o, "strategies", arr);
 	return o;
+}
+
+/* The rows of --vary tokens: the token count, and the batch and seq that
+ * give it. */
+static void print_token_rows(const struct gpu *g)
+{
+	printf("%-17s %11s %6s %8s %12s %14s %6s\n", "strategy", "max tokens", "batch", "seq", "time ms",
+	       "tokens/s", "evals");
+	for (unsigned row = 0; row < CAP_N_ROWS; row++) {
+		const struct cap_result *r = &g->res[row];
+
+		if (!(g->q.rows & (1u << row)))
+			continue;
+		if (!r->max) {
+			printf("%-17s %11s %6u %8s %12s %14s %6u\n", cap_row_name(row), "none", g->q.zopts.batch, "-",
+			       "-", "-", r->evals);
+			continue;
+		}
+		printf("%-17s %10llu%c %6u %8u %12.3f %14.1f %6u\n", cap_row_name(row),
+		       (unsigned long long)shown(&g->q, r->max), r->max == g->q.limit ? '+' : ' ', g->q.zopts.batch,
+		       r->max, r->time_ms, r->throughput, r->evals);
+	}
+}
+
+/* The rows of the other axes: the size, in the axis' unit. */
+static void print_rows(const struct gpu *g)
+{
+	char head[16];
+
+	snprintf(head, sizeof(head), "max %s", vary_names[g->q.vary]);
+	printf("%-17s %10s %12s %14s %6s\n", "strategy", head, "time ms", "samples/s", "evals");
+	for (unsigned row = 0; row < CAP_N_ROWS; row++) {
+		const struct cap_result *r = &g->res[row];
+
+		if (!(g->q.rows & (1u << row)))
+			continue;
+		if (!r->max) {
+			printf("%-17s %10s %12s %14s %6u\n", cap_row_name(row), "none", "-", "-", r->evals);
+			continue;
+		}
+		printf("%-17s %9llu%c %12.3f %14.1f %6u\n", cap_row_name(row), (unsigned long long)shown(&g->q, r->max),
+		       r->max == g->q.limit ? '+' : ' ', r->time_ms, r->throughput, r->evals);
+	}
 }
 
 static void print_gpu(const struct gpu *g, const char *what, uint64_t reserve)
@@ -135,30 +194,22 @@ static void print_gpu(const struct gpu *g, const char *what, uint64_t reserve)
 		       g->dev.name);
 	if (g->q.max_overhead >= 0)
 		printf("largest size whose slowdown stays within %.1f%% of the unconstrained run\n", 100 * g->q.max_overhead);
-	printf("%-17s %10s %12s %14s %6s\n", "strategy", g->q.vary == CAP_VARY_BATCH ? "max batch" : "max depth",
-	       "time ms", "samples/s", "evals");
-	for (unsigned row = 0; row < CAP_N_ROWS; row++) {
-		const struct cap_result *r = &g->res[row];
-
-		if (!(g->q.rows & (1u << row)))
-			continue;
-		if (!r->max) {
-			printf("%-17s %10s %12s %14s %6u\n", cap_row_name(row), "none", "-", "-", r->evals);
-			continue;
-		}
-		printf("%-17s %9u%c %12.3f %14.1f %6u\n", cap_row_name(row),
-		       g->q.vary == CAP_VARY_DEPTH ? cap_resnet_depth(r->max) : r->max, r->max == g->q.limit ? '+' : ' ',
-		       r->time_ms, r->throughput, r->evals);
-		at_limit |= r->max == g->q.limit;
-	}
-	if (at_limit)
-		printf("+: the search's limit (%s %u): fits at every size tried\n",
-		       g->q.vary == CAP_VARY_DEPTH ? "depth" : "batch",
-		       g->q.vary == CAP_VARY_DEPTH ? cap_resnet_depth(g->q.limit) : g->q.limit);
+	for (unsigned row = 0; row < CAP_N_ROWS; row++)
+		at_limit |= (g->q.rows & (1u << row)) && g->res[row].max == g->q.limit;
+	if (g->q.vary == CAP_VARY_TOKENS)
+		print_token_rows(g);
+	else
+		print_rows(g);
+	if (at_limit && g->q.vary == CAP_VARY_TOKENS)
+		printf("+: the search's limit (seq %u, the longest the model builds): fits at every size tried\n",
+		       g->q.limit);
+	else if (at_limit)
+		printf("+: the search's limit (%s %llu%s): fits at every size tried\n", vary_names[g->q.vary],
+		       (unsigned long long)shown(&g->q, g->q.limit), g->q.vary == CAP_VARY_SEQ ? ", the longest the model builds" : "");
 }
 
-/* Throughput against batch, one line per row, for every GPU's first... the
- * first GPU (one chart). */
+/* Throughput against the size varied (batch, seq, tokens), one line per
+ * row, for the first GPU (one chart). */
 static int write_svg(FILE *f, const struct gpu *g, const char *title, struct mp_error *err)
 {
 	const double W = 960, H = 540, L = 90, R = 30, T = 56, B = 64, pw = W - L - R, ph = H - T - B;
@@ -168,10 +219,15 @@ static int write_svg(FILE *f, const struct gpu *g, const char *title, struct mp_
 	double tmax = 0, pts[CAP_N_ROWS][16], xs[CAP_N_ROWS][16];
 	unsigned np[CAP_N_ROWS] = { 0 };
 	struct cap_cache cache = { 0 }; /* this chart's nets by size */
+	bool by_seq = g->q.vary == CAP_VARY_SEQ || g->q.vary == CAP_VARY_TOKENS;
+	const char *xname = g->q.vary == CAP_VARY_SEQ ? "sequence length" : g->q.vary == CAP_VARY_TOKENS ?
+			    "tokens per step" : "batch";
+	double xmax;
 
 	for (unsigned row = 0; row < CAP_N_ROWS; row++)
 		if ((g->q.rows & (1u << row)) && g->res[row].max > nmax)
 			nmax = g->res[row].max;
+	xmax = by_seq ? (double)shown(&g->q, nmax) : nmax;
 	/* up to 16 sizes per row, geometric from 1 to its max */
 	for (unsigned row = 0; row < CAP_N_ROWS; row++) {
 		uint32_t last = 0;
@@ -192,8 +248,8 @@ static int write_svg(FILE *f, const struct gpu *g, const char *title, struct mp_
 			}
 			if (!fits || ms <= 0)
 				continue;
-			xs[row][np[row]] = n;
-			pts[row][np[row]] = n / (ms / 1000.0);
+			xs[row][np[row]] = by_seq ? (double)shown(&g->q, n) : n;
+			pts[row][np[row]] = (by_seq ? cap_per_step(&g->q, n) : n) / (ms / 1000.0);
 			if (pts[row][np[row]] > tmax)
 				tmax = pts[row][np[row]];
 			np[row]++;
@@ -204,7 +260,7 @@ static int write_svg(FILE *f, const struct gpu *g, const char *title, struct mp_
 		tmax = 1;
 	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"13\">\n", W, H);
 	fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-	fprintf(f, "<text x=\"%.0f\" y=\"28\" font-size=\"18\" font-weight=\"bold\">Throughput against batch: ", L);
+	fprintf(f, "<text x=\"%.0f\" y=\"28\" font-size=\"18\" font-weight=\"bold\">Throughput against %s: ", L, xname);
 	out_xml_text(f, title);
 	fputs(" on ", f);
 	out_xml_text(f, g->label);
@@ -214,19 +270,21 @@ static int write_svg(FILE *f, const struct gpu *g, const char *title, struct mp_
 		double y = T + ph * (1 - k / 5.0);
 
 		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.0f</text>\n", L - 8, y + 4, tmax * k / 5.0);
-		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.0f</text>\n", L + pw * k / 5.0, T + ph + 18, nmax * k / 5.0);
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.0f</text>\n", L + pw * k / 5.0, T + ph + 18, xmax * k / 5.0);
 	}
-	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">batch</text>\n", L + pw / 2, H - 18);
-	fprintf(f, "<text transform=\"translate(24 %.1f) rotate(-90)\" text-anchor=\"middle\">samples per second</text>\n", T + ph / 2);
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", L + pw / 2, H - 18, xname);
+	fprintf(f, "<text transform=\"translate(24 %.1f) rotate(-90)\" text-anchor=\"middle\">%s per second</text>\n", T + ph / 2,
+		g->q.vary == CAP_VARY_TOKENS ? "tokens" : "samples");
 	for (unsigned row = 0, li = 0; row < CAP_N_ROWS; row++) {
 		if (!np[row])
 			continue;
 		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", colors[row]);
 		for (unsigned k = 0; k < np[row]; k++)
-			fprintf(f, "%.1f,%.1f ", L + pw * xs[row][k] / nmax, T + ph * (1 - pts[row][k] / tmax));
+			fprintf(f, "%.1f,%.1f ", L + pw * xs[row][k] / xmax, T + ph * (1 - pts[row][k] / tmax));
 		fprintf(f, "\"/>\n");
-		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\">%s: max %u</text>\n", L + 12, T + 18 + 16.0 * li++,
-			colors[row], cap_row_name(row), g->res[row].max);
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\">%s: max %llu</text>\n", L + 12, T + 18 + 16.0 * li++,
+			colors[row], cap_row_name(row), by_seq ? (unsigned long long)shown(&g->q, g->res[row].max) :
+			(unsigned long long)g->res[row].max);
 	}
 	fprintf(f, "</svg>\n");
 	return 0;
@@ -262,6 +320,21 @@ static int set_batch(const char *name, const char *arg, void *dst)
 	return 0;
 }
 
+/* --depth, --hidden, --heads, --seq: a whole number; the model checks its
+ * own range. */
+static int set_size_opt(const char *name, const char *arg, void *dst)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	if (*arg < '0' || *arg > '9' || *end || v == 0 || v > CAP_MAX_SEQ) {
+		cli_error(EXIT_BAD_INPUT, "%s: '%s' is not a whole number from 1 to %u", name, arg, CAP_MAX_SEQ);
+		return -1;
+	}
+	*(uint32_t *)dst = (uint32_t)v;
+	return 0;
+}
+
 static void planners_help(void)
 {
 	char names[256];
@@ -276,24 +349,81 @@ struct cap_args {
 	double max_overhead;    /* -1: not given */
 	uint64_t reserve;
 	uint32_t batch;         /* --model's batch; 0: the model's */
+	uint32_t depth, hidden, heads, seq; /* --model's; 0: the model's */
 	enum mp_ws_mode ws;
 	struct mp_policy_opts popts;
+	/* resolved: the model and options regenerated at each size (--model,
+	 * or a net's "generator" for --vary seq|tokens); NULL: a net scaled */
+	const char *zmodel;
+	struct zoo_opts zo;
 };
+
+static bool by_seq(const struct cap_args *A)
+{
+	return !strcmp(A->vary, "seq") || !strcmp(A->vary, "tokens");
+}
+
+/* The models that take a seq, for messages ("gpt2, bert, seq2seq"). */
+static const char *seq_models(char *buf, size_t n)
+{
+	size_t k = 0;
+
+	buf[0] = 0;
+	for (unsigned i = 0; i < zoo_model_count() && k < n; i++)
+		if (zoo_model_at(i)->options & ZOO_OPT_SEQ)
+			k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? ", " : "", zoo_model_at(i)->name);
+	return buf;
+}
 
 /* The options that need or exclude one another.  EXIT_OK, or the error's
  * exit status. */
 static int check_args(const struct cap_args *A)
 {
+	const struct zoo_model *zm = A->model ? zoo_model_find(A->model, NULL) : NULL;
+	char names[128];
+
 	if (!A->gpu)
 		return cli_error(EXIT_BAD_INPUT, "capacity: --gpu is required (a catalog name such as k40c, or a size such as 12G)");
-	if (strcmp(A->vary, "batch") && strcmp(A->vary, "depth"))
-		return cli_error(EXIT_BAD_INPUT, "--vary: unknown dimension '%s' (batch or depth)", A->vary);
+	if (strcmp(A->vary, "batch") && strcmp(A->vary, "depth") && !by_seq(A))
+		return cli_error(EXIT_BAD_INPUT, "--vary: unknown dimension '%s' (batch, depth, seq or tokens)", A->vary);
 	if (!strcmp(A->vary, "depth") && (!A->model || strcmp(A->model, "resnet")))
 		return cli_error(EXIT_BAD_INPUT, "--vary depth: only for --model resnet (SuperNeurons' family, depth = 3 * (6 + 32 + n + 6) + 2)");
-	if (A->model && !zoo_model_find(A->model, NULL))
+	if (A->model && !zm)
 		return cli_error(EXIT_BAD_INPUT, "--model: unknown model '%s' (see 'memplan gen --help')", A->model);
+	if (zm && by_seq(A) && !(zm->options & ZOO_OPT_SEQ))
+		return cli_error(EXIT_BAD_INPUT, "--vary %s: '%s' has no sequence length (models with one: %s)", A->vary,
+				 A->model, seq_models(names, sizeof(names)));
 	if (!A->model && A->batch)
 		return cli_error(EXIT_BAD_INPUT, "--batch: only with --model (a net file has its own batch)");
+	if (!A->model && (A->depth || A->hidden || A->heads || A->seq))
+		return cli_error(EXIT_BAD_INPUT, "--%s: only with --model (a net file fixes it)",
+				 A->depth ? "depth" : A->hidden ? "hidden" : A->heads ? "heads" : "seq");
+	if (A->depth && !strcmp(A->vary, "depth"))
+		return cli_error(EXIT_BAD_INPUT, "--depth: not with --vary depth (the depth is what is varied)");
+	if (A->seq && by_seq(A))
+		return cli_error(EXIT_BAD_INPUT, "--seq: not with --vary %s (the seq is what is varied)", A->vary);
+	return EXIT_OK;
+}
+
+/* For --vary seq|tokens on a net file: the model and options its
+ * "generator" records, into A->zmodel and A->zo.  EXIT_OK, or the error's
+ * exit status. */
+static int net_generator(const char *path, json_t *root, const struct mp_net *net, struct cap_args *A)
+{
+	json_t *gen = json_object_get(root, "generator");
+	const char *name = json_string_value(json_object_get(gen, "model"));
+	const struct zoo_model *zm = name ? zoo_model_find(name, NULL) : NULL;
+	struct mp_error err = { "" };
+	char names[128];
+
+	if (!gen)
+		return cli_error(EXIT_BAD_INPUT, "%s: --vary %s: the net has no \"generator\" (only a net that memplan gen "
+				 "wrote can be regenerated at each sequence length)", path, A->vary);
+	if (zm && !(zm->options & ZOO_OPT_SEQ))
+		return cli_error(EXIT_BAD_INPUT, "%s: --vary %s: its model '%s' has no sequence length (models with one: %s)",
+				 path, A->vary, name, seq_models(names, sizeof(names)));
+	if (zoo_opts_from_net(root, net, &A->zmodel, &A->zo, &err) < 0)
+		return cli_error(EXIT_BAD_INPUT, "%s: --vary %s: %s", path, A->vary, err.msg);
 	return EXIT_OK;
 }
 
@@ -325,10 +455,9 @@ static void model_query(struct gpu *g, const struct cap_args *A)
 {
 	struct cap_query *q = &g->q;
 
-	q->model = A->model;
-	zoo_opts_init(&q->zopts);
-	q->zopts.batch = A->batch;
-	if (q->vary == CAP_VARY_DEPTH && !A->batch)
+	q->model = A->zmodel;
+	q->zopts = A->zo;
+	if (q->vary == CAP_VARY_DEPTH && !q->zopts.batch)
 		q->zopts.batch = 16;
 	snprintf(g->times, sizeof(g->times), "roofline:%s (estimates from the device catalog, not measurements)",
 		 g->dev.is_default ? ZOO_DEFAULT_DEVICE : g->dev.name);
@@ -354,7 +483,9 @@ static int gpu_query(struct gpu *g, const struct cap_args *A, const struct mp_ne
 	struct cap_query *q = &g->q;
 	char names[256];
 
-	q->vary = strcmp(A->vary, "batch") ? CAP_VARY_DEPTH : CAP_VARY_BATCH;
+	for (unsigned k = 0; k < sizeof(vary_names) / sizeof(vary_names[0]); k++)
+		if (!strcmp(A->vary, vary_names[k]))
+			q->vary = (enum cap_vary)k;
 	q->device = g->dev;
 	q->usable_bytes = g->memory > A->reserve ? g->memory - A->reserve : 0;
 	q->popts = A->popts;
@@ -365,8 +496,12 @@ static int gpu_query(struct gpu *g, const struct cap_args *A, const struct mp_ne
 		return cli_error(EXIT_BAD_INPUT, "--planner: unknown planner '%s' (auto, %s, none)", A->planner,
 				 mp_planner_list(names, sizeof(names), ", ", MP_PLANNER__COUNT));
 	q->limit = q->vary == CAP_VARY_BATCH ? CAP_MAX_BATCH : CAP_MAX_N3;
-	if (A->model) {
+	if (A->zmodel) {
+		struct mp_error err = { "" };
+
 		model_query(g, A);
+		if (by_seq(A) && cap_seq_resolve(q, &err) < 0)
+			return cli_error(EXIT_BAD_INPUT, "capacity: %s", err.msg);
 	} else {
 		q->base = net;
 		time_factors(net, &g->dev, &q->compute_factor, &q->memory_factor, g->times, sizeof(g->times));
@@ -379,7 +514,12 @@ static void print_gpus(const struct gpu *gpus, uint32_t n_gpus, const struct cap
 {
 	char what[256];
 
-	if (A->model)
+	if (by_seq(A))
+		snprintf(what, sizeof(what), "%s%s%s%s (%s varied at batch %u)", net ? "'" : "", net ? net->name : A->model,
+			 net ? "' regenerated as " : "", net ? A->zmodel : "",
+			 !strcmp(A->vary, "seq") ? "sequence length" : "tokens per step, batch x seq, with the seq",
+			 gpus[0].q.zopts.batch);
+	else if (A->model)
 		snprintf(what, sizeof(what), "%s%s", A->model,
 			 !strcmp(A->vary, "depth") ? " (depth varied, SuperNeurons' family)" : " (batch varied)");
 	else
@@ -413,24 +553,30 @@ int cmd_capacity(int argc, char **argv)
 	int rc, at;
 	const struct cli_opt opts[] = {
 		OPT_STRING("gpu", 0, "NAME|SIZE[,...]", CLI_REQUIRED, &A.gpu),
-		OPT_STRING("vary", 0, "batch", 0, &A.vary),
-		OPT_CALL("max-overhead", 0, "PCT", 0, &A.max_overhead, set_overhead),
-		OPT_STRING("planner", 0, "auto|NAME|none", CLI_NEWLINE, &A.planner),
+		OPT_STRING("vary", 0, "batch|seq|tokens", 0, &A.vary),
+		OPT_CALL("max-overhead", 0, "PCT", CLI_NEWLINE, &A.max_overhead, set_overhead),
+		OPT_STRING("planner", 0, "auto|NAME|none", 0, &A.planner),
 		OPT_SIZE("reserve", "SIZE", 0, &A.reserve),
 		OPT_CHOICE("workspace", "none|dynamic", CLI_NEWLINE, &A.ws, ws_modes, "mode", "none or dynamic"),
 		OPT_FORMAT("format", "table|json", 0, &A.fmt, 0),
 		OPT_STRING("svg", 0, "FILE", 0, &A.svg),
 		OPT_STRING("model", 0, "NAME", CLI_HIDDEN, &A.model),
 		OPT_CALL("batch", 0, "N", CLI_HIDDEN, &A.batch, set_batch),
+		OPT_CALL("depth", 0, "N", CLI_HIDDEN, &A.depth, set_size_opt),
+		OPT_CALL("hidden", 0, "N", CLI_HIDDEN, &A.hidden, set_size_opt),
+		OPT_CALL("heads", 0, "N", CLI_HIDDEN, &A.heads, set_size_opt),
+		OPT_CALL("seq", 0, "N", CLI_HIDDEN, &A.seq, set_size_opt),
 		OPT_CALL("checkpoints", 0, "conv,fc,...", CLI_HIDDEN, &A.popts.checkpoints, cli_set_checkpoints),
 		OPT_END(),
 	};
 	const struct cli_cmd cmd = {
 		"capacity", "NET.json", opts,
-		"       memplan capacity --model NAME --gpu NAME[,...] [--vary batch|depth] [--batch N] ...\n", planners_help, 0,
+		"       memplan capacity --model NAME --gpu NAME[,...] [--vary batch|depth|seq|tokens]\n"
+		"                        [--batch N] [--depth N] [--hidden N] [--heads N] [--seq N] ...\n", planners_help, 0,
 	};
 	struct mp_error err = { "" };
 	struct mp_net *net = NULL;
+	json_t *root = NULL;
 	struct gpu *gpus = NULL;
 	uint32_t n_gpus = 0;
 	struct out_file svgf;
@@ -443,9 +589,20 @@ int cmd_capacity(int argc, char **argv)
 		return cli_usage_error(&cmd);
 	if ((rc = check_args(&A)) != EXIT_OK)
 		return rc;
-	if (!A.model && !(net = cli_load_net(argv[at])))
+	if (!A.model && !(net = cli_load_net_json(argv[at], &root)))
 		return EXIT_BAD_INPUT;
-	if (net && !net->batch) {
+	if (A.model) {
+		A.zmodel = A.model;
+		zoo_opts_init(&A.zo);
+		A.zo.batch = A.batch;
+		A.zo.depth = A.depth;
+		A.zo.hidden = A.hidden;
+		A.zo.heads = A.heads;
+		A.zo.seq = A.seq;
+	} else if (by_seq(&A) && (rc = net_generator(argv[at], root, net, &A)) != EXIT_OK) {
+		goto out;
+	}
+	if (net && !net->batch && !by_seq(&A)) {
 		rc = cli_error(EXIT_BAD_INPUT, "%s: the net has no batch to vary (no data layer with a shape)", argv[at]);
 		goto out;
 	}
@@ -472,5 +629,6 @@ out:
 		out_abort(&svgf);
 	free(gpus);
 	net_free(net);
+	json_decref(root);
 	return rc;
 }

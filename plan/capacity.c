@@ -1,6 +1,7 @@
 /*
  * Capacity search (SuperNeurons 4.2, Tables 4 and 5).  For a size n the net
- * is built (a scaled copy of a net file, or a generated model), then judged
+ * is built (a scaled copy of a net file, or a generated model at batch, depth
+ * or sequence length n), then judged
  * by the one simulator: a fixed strategy fits when its simulated peak is at
  * most the usable memory, a planner when its plan fits.  Sizes are searched
  * by doubling then bisection, so each answer n fits and n + 1 does not.
@@ -40,8 +41,10 @@ static struct mp_net *build(const struct cap_query *q, uint32_t n, struct mp_err
 
 		if (q->vary == CAP_VARY_BATCH)
 			o.batch = n;
-		else
+		else if (q->vary == CAP_VARY_DEPTH)
 			o.depth = cap_resnet_depth(n);
+		else
+			o.seq = n;
 		o.device = &q->device;
 		if (!(j = zoo_generate(q->model, &o, err)))
 			return NULL;
@@ -49,6 +52,63 @@ static struct mp_net *build(const struct cap_query *q, uint32_t n, struct mp_err
 		json_decref(j);
 		return net;
 	}
+}
+
+double cap_per_step(const struct cap_query *q, uint32_t n)
+{
+	switch (q->vary) {
+	case CAP_VARY_BATCH:
+		return n;
+	case CAP_VARY_TOKENS:
+		return (double)q->zopts.batch * n;
+	default:
+		return q->zopts.batch;
+	}
+}
+
+/* Whether the model builds under o at seq n (a range the zoo refuses). */
+static bool seq_builds(const char *model, struct zoo_opts o, uint32_t n)
+{
+	struct mp_error err;
+	json_t *j;
+
+	o.seq = n;
+	j = zoo_generate(model, &o, &err);
+	json_decref(j);
+	return j != NULL;
+}
+
+int cap_seq_resolve(struct cap_query *q, struct mp_error *err)
+{
+	const struct zoo_model *zm = zoo_model_find(q->model, NULL);
+	struct zoo_opts o = q->zopts;
+	uint32_t lo = 1, hi = CAP_MAX_SEQ;
+	json_t *j;
+
+	if (!zm || !(zm->options & ZOO_OPT_SEQ)) {
+		mp_error_set(err, "'%s' has no sequence length to vary", q->model);
+		return -1;
+	}
+	o.device = &q->device;
+	o.seq = 1;
+	if (!(j = zoo_generate(q->model, &o, err)))
+		return -1;
+	q->zopts.batch = (uint32_t)json_integer_value(json_object_get(json_object_get(j, "generator"), "batch"));
+	json_decref(j);
+	o.batch = q->zopts.batch;
+	/* the longest seq the model builds: bisection on the zoo's answer */
+	if (seq_builds(q->model, o, hi))
+		lo = hi;
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (seq_builds(q->model, o, mid))
+			lo = mid;
+		else
+			hi = mid;
+	}
+	q->limit = lo;
+	return 0;
 }
 
 void cap_cache_release(struct cap_cache *c)
@@ -184,7 +244,7 @@ static int bisect(struct cap_cache *c, const struct cap_query *q, unsigned row, 
 	}
 	res->max = lo;
 	res->time_ms = lo ? lo_ms : 0;
-	res->throughput = lo && lo_ms > 0 ? (q->vary == CAP_VARY_BATCH ? lo : q->zopts.batch) / (lo_ms / 1000.0) : 0;
+	res->throughput = lo && lo_ms > 0 ? cap_per_step(q, lo) / (lo_ms / 1000.0) : 0;
 	return 0;
 }
 

@@ -1,7 +1,8 @@
 /*
- * capacity: the largest batch (or ResNet depth) each strategy and planner can
- * train on a GPU (SuperNeurons Tables 4 and 5), exact under the simulator:
- * the answer N fits and N + 1 does not.  Owns struct cap_query/cap_result.
+ * capacity: the largest batch (or ResNet depth, or sequence length) each
+ * strategy and planner can train on a GPU (SuperNeurons Tables 4 and 5),
+ * exact under the simulator: the answer N fits and N + 1 does not.  Owns
+ * struct cap_query/cap_result.
  */
 #ifndef MP_CAPACITY_H
 #define MP_CAPACITY_H
@@ -15,7 +16,11 @@
 /* Reserved for the CUDA context, cuDNN and cuBLAS handles when none is given. */
 #define CAP_DEFAULT_RESERVE (UINT64_C(512) << 20)
 
-enum cap_vary { CAP_VARY_BATCH, CAP_VARY_DEPTH };
+/* What is varied.  TOKENS searches the sequence length as SEQ does, at the
+ * query's batch: a step of T tokens is batch sequences padded to
+ * ceil(T / batch), so the most tokens that fit are batch * the longest seq
+ * that fits, and one token more needs seq + 1. */
+enum cap_vary { CAP_VARY_BATCH, CAP_VARY_DEPTH, CAP_VARY_SEQ, CAP_VARY_TOKENS };
 
 /* What is measured: the four fixed strategies, then the planners. */
 #define CAP_N_ROWS (MP_STRAT__COUNT + MP_PLANNER__COUNT)
@@ -26,6 +31,8 @@ enum cap_vary { CAP_VARY_BATCH, CAP_VARY_DEPTH };
  * blocks. */
 #define CAP_MAX_BATCH (1u << 20)
 #define CAP_MAX_N3 1000u
+/* The longest sequence searched, when the model builds one that long. */
+#define CAP_MAX_SEQ (1u << 20)
 const char *cap_row_name(unsigned row);
 
 struct cap_query {
@@ -33,7 +40,8 @@ struct cap_query {
 	/* a net file, varied by batch: scaled copies (net_scaled) */
 	const struct mp_net *base;
 	double compute_factor, memory_factor; /* GPU change (1: none) */
-	/* or a generated model (zoo), varied by batch or depth */
+	/* or a generated model (zoo), varied by batch, depth or seq (its
+	 * zopts.batch resolved, cap_seq_resolve) */
 	const char *model;
 	struct zoo_opts zopts;
 	/* the GPU */
@@ -43,19 +51,31 @@ struct cap_query {
 	enum mp_ws_mode ws_mode;
 	double max_overhead;               /* < 0: no bound; else e.g. 0.10 */
 	uint32_t rows;                     /* bit per row to compute */
-	uint32_t limit;                    /* largest size tried (batch or depth) */
+	uint32_t limit;                    /* largest size tried (batch, n3 or seq) */
 };
 
 struct cap_result {
 	uint32_t max;                      /* 0: not even the smallest size fits */
 	double time_ms;                    /* at max */
-	double throughput;                 /* samples per second at max */
+	double throughput;                 /* samples (TOKENS: tokens) per second at max */
 	uint32_t evals;                    /* sizes simulated or planned */
 };
+
+/* What one step at size n carries, the numerator of res->throughput:
+ * samples (the batch n, or the query's batch), or TOKENS' batch * n. */
+double cap_per_step(const struct cap_query *q, uint32_t n);
 
 /* The depth of the n-th ResNet of SuperNeurons' family (n3 = n):
  * 3 * (6 + 32 + n + 6) + 2. */
 uint32_t cap_resnet_depth(uint32_t n);
+
+/*
+ * For a query varying the seq (or tokens) of q->model: the model's own batch
+ * into q->zopts.batch when it is 0, and into q->limit the longest sequence
+ * the model builds, up to CAP_MAX_SEQ.  0, or -1 with *err (the model takes
+ * no seq, or its options do not build).
+ */
+int cap_seq_resolve(struct cap_query *q, struct mp_error *err);
 
 /*
  * Fill res[row] for every row in q->rows.  0, or -1 with *err (a net that

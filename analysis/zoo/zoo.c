@@ -403,3 +403,151 @@ json_t *zoo_generate(const char *model, const struct zoo_opts *opts, struct mp_e
 	json_object_set_new(root, "layers", b.layers);
 	return root;
 }
+
+/* generator.KEY: a whole number from 1 to 2^32 - 1. */
+static int gen_count(json_t *v, const char *key, uint32_t *out, struct mp_error *err)
+{
+	json_int_t x = json_is_integer(v) ? json_integer_value(v) : 0;
+
+	if (x < 1 || x > (json_int_t)UINT32_MAX) {
+		mp_error_set(err, "generator.%s: expected a whole number >= 1", key);
+		return -1;
+	}
+	*out = (uint32_t)x;
+	return 0;
+}
+
+/* The "generator" object zoo_generate writes, into *model and o. */
+static int read_generator(json_t *gen, const char **model, struct zoo_opts *o, struct mp_error *err)
+{
+	const char *key;
+	json_t *v;
+
+	*model = NULL;
+	json_object_foreach(gen, key, v) {
+		uint32_t *count = !strcmp(key, "batch") ? &o->batch : !strcmp(key, "layers") ? &o->depth :
+				  !strcmp(key, "hidden") ? &o->hidden : !strcmp(key, "heads") ? &o->heads :
+				  !strcmp(key, "seq") ? &o->seq : !strcmp(key, "kv_heads") ? &o->kv_heads :
+				  !strcmp(key, "ffn") ? &o->ffn : !strcmp(key, "vocab") ? &o->vocab :
+				  !strcmp(key, "lora_rank") ? &o->lora_rank : NULL;
+		int *flag = !strcmp(key, "tied") ? &o->tied : !strcmp(key, "qkv_bias") ? &o->qkv_bias : NULL;
+
+		if (count) {
+			if (gen_count(v, key, count, err) < 0)
+				return -1;
+		} else if (flag) {
+			if (!json_is_boolean(v)) {
+				mp_error_set(err, "generator.%s: expected true or false", key);
+				return -1;
+			}
+			*flag = json_is_true(v);
+		} else if (!strcmp(key, "attn")) {
+			if (!json_is_string(v) || (strcmp(json_string_value(v), "eager") && strcmp(json_string_value(v), "flash"))) {
+				mp_error_set(err, "generator.attn: expected \"eager\" or \"flash\"");
+				return -1;
+			}
+			o->attn = !strcmp(json_string_value(v), "eager");
+		} else if (!strcmp(key, "lora_targets")) {
+			if (!json_is_string(v) || !(o->lora_targets = zoo_lora_targets(json_string_value(v)))) {
+				mp_error_set(err, "generator.lora_targets: expected a list of q, k, v, o, gate, up, down");
+				return -1;
+			}
+		} else if (!strcmp(key, "model")) {
+			if (!json_is_string(v)) {
+				mp_error_set(err, "generator.model: expected a string");
+				return -1;
+			}
+			*model = json_string_value(v);
+		} else if (!strcmp(key, "image")) {
+			if (!json_is_array(v) || json_array_size(v) != 2 ||
+			    gen_count(json_array_get(v, 0), "image", &o->image_h, err) < 0 ||
+			    gen_count(json_array_get(v, 1), "image", &o->image_w, err) < 0) {
+				mp_error_set(err, "generator.image: expected [height, width]");
+				return -1;
+			}
+		} else if (strcmp(key, "device")) { /* the device is the caller's choice */
+			mp_error_set(err, "generator.%s: not an option memplan can regenerate", key);
+			return -1;
+		}
+	}
+	if (!*model) {
+		mp_error_set(err, "generator: no \"model\"");
+		return -1;
+	}
+	return 0;
+}
+
+/* Where b differs from a, times aside ("" when nowhere): a top-level key,
+ * or "layers[i]".  The device is not compared: the caller replaces it. */
+static void first_difference(json_t *a, json_t *b, char *where, size_t n)
+{
+	json_t *la = json_object_get(a, "layers"), *lb = json_object_get(b, "layers"), *v;
+	const char *key;
+
+	*where = 0;
+	json_object_foreach(a, key, v)
+		if (strcmp(key, "layers") && strcmp(key, "device") && !json_equal(v, json_object_get(b, key))) {
+			snprintf(where, n, "%s", key);
+			return;
+		}
+	if (json_object_size(a) != json_object_size(b) || json_array_size(la) != json_array_size(lb)) {
+		snprintf(where, n, "%s", json_object_size(a) != json_object_size(b) ? "its keys" : "layers");
+		return;
+	}
+	for (size_t i = 0; i < json_array_size(la); i++) {
+		json_t *x = json_copy(json_array_get(la, i)), *y = json_copy(json_array_get(lb, i));
+		bool same = x && y && (json_object_del(x, "time"), json_object_del(y, "time"), json_equal(x, y));
+
+		json_decref(x);
+		json_decref(y);
+		if (!same) {
+			snprintf(where, n, "layers[%zu]", i);
+			return;
+		}
+	}
+}
+
+int zoo_opts_from_net(const json_t *root, const struct mp_net *net, const char **model, struct zoo_opts *o,
+		      struct mp_error *err)
+{
+	static const struct { const char *key; unsigned bit; } prec[] = {
+		{ "params", ZOO_PREC_PARAMS }, { "grads", ZOO_PREC_GRADS }, { "master", ZOO_PREC_MASTER },
+		{ "optimizer_state", ZOO_PREC_STATE },
+	};
+	json_t *top = (json_t *)root, *gen = json_object_get(top, "generator"), *p, *again;
+	char where[64];
+
+	zoo_opts_init(o);
+	if (!json_is_object(gen)) {
+		mp_error_set(err, "the net has no \"generator\" (only a net memplan gen wrote can be regenerated)");
+		return -1;
+	}
+	if (read_generator(gen, model, o, err) < 0)
+		return -1;
+	o->dtype = (int)net->dtype;
+	o->optimizer = (int)net->optimizer;
+	o->grads_keep = json_object_get(top, "grads") ? net->grads_keep : -1;
+	o->framework = json_object_get(top, "framework") ? (int)net->framework : -1;
+	if ((p = json_object_get(top, "precision"))) {
+		o->precision = net->precision;
+		o->prec_given = ZOO_PREC_POLICY;
+		for (size_t k = 0; k < sizeof(prec) / sizeof(prec[0]); k++)
+			if (json_is_object(p) && json_object_get(p, prec[k].key))
+				o->prec_given |= prec[k].bit;
+	}
+	o->device = net->has_device ? &net->device : NULL;
+	again = zoo_generate(*model, o, err);
+	o->device = NULL;
+	if (!again) {
+		mp_error_prefix(err, "generator: ");
+		return -1;
+	}
+	first_difference(top, again, where, sizeof(where));
+	json_decref(again);
+	if (*where) {
+		mp_error_set(err, "%s differs from what its \"generator\" gives (edited after memplan gen, or written by another version)",
+			     where);
+		return -1;
+	}
+	return 0;
+}

@@ -99,4 +99,16 @@ json_t *zoo_generate(const char *model, const struct zoo_opts *o, struct mp_erro
 int zoo_resnet_stages(uint32_t depth, uint32_t n[4], int *bottleneck,
 		      uint32_t *effective, struct mp_error *err);
 
+/*
+ * The options that regenerate net, a net zoo_generate wrote (root is its
+ * JSON): the model named in its "generator" (*model, borrowed from root),
+ * the generator's sizes and the top-level dtype, precision, optimizer, grads
+ * and framework, o->device NULL (the caller picks the device).  Checked by
+ * regenerating on net's device: the layers must come back, times aside.
+ * 0, or -1 with *err (no "generator", a key this reader does not know, a
+ * net edited since, or written by another version).
+ */
+int zoo_opts_from_net(const json_t *root, const struct mp_net *net, const char **model, struct zoo_opts *o,
+		      struct mp_error *err);
+
 #endif

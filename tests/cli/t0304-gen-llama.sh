@@ -32,6 +32,15 @@ for planner in greedy checkpoint-blocks tensile; do
 	expect_run "LoRA, $planner: verify" 0 --stdout-grep 'nothing lost' -- \
 		memplan verify "$TMP/p.json" --iters 2 --warmup 1 --tolerance-peak 0
 done
+# capacity --vary seq regenerates a gen'd llama with every option it was made
+# with (eager attention, LoRA on all projections, bf16-mixed): N fits, N+1 not
+opts="--batch 2 --attn eager --lora 8,all --precision bf16-mixed"
+memplan gen llama $small --seq 64 $opts -o "$TMP/v.json" >/dev/null
+n=$("$MEMPLAN" capacity "$TMP/v.json" --vary seq --gpu 256M --reserve 0 --planner none | sed -n 's/^liveness *\([0-9]*\) .*/\1/p')
+memplan gen llama $small --seq "$n" $opts -o "$TMP/n.json" >/dev/null
+memplan gen llama $small --seq $((n + 1)) $opts -o "$TMP/n1.json" >/dev/null
+expect_run "llama --vary seq: $n fits 256 MiB" 0 -- test "$(peak "$TMP/n.json")" -le 268435456
+expect_run "llama --vary seq: $((n + 1)) does not" 0 -- test "$(peak "$TMP/n1.json")" -gt 268435456
 expect_run "a preset fixes its shape" 2 --stderr "memplan: gen: 'llama3-8b' fixes --kv-heads; use 'llama --kv-heads'" -- \
 	memplan gen llama3-8b --kv-heads 4
 expect_run "kv-heads divide heads" 2 --stderr "memplan: gen: llama: heads 32 is not a multiple of kv-heads 5" -- \

@@ -39,6 +39,43 @@ expect_run "max overhead" 0 --stdout-grep "slowdown stays within 10.0%" -- \
 expect_run "svg" 0 -- memplan capacity tests/data/mlp.json --gpu 4M --reserve 0 --svg "$TMP/cap.svg"
 expect_run "svg is a chart" 0 --stdout-grep "Throughput against batch" -- cat "$TMP/cap.svg"
 
+# --vary seq and tokens: a small GPT-2 regenerated at each seq, batch 2, on
+# 2 GiB with no reserve (usable 2147483648): liveness fits seq 2244, and
+# the nets gen writes at seq 2244 and 2245 peak on either side of it
+gpt="--model gpt2 --depth 2 --hidden 256 --heads 4 --batch 2"
+usable=2147483648
+peak() { memplan analyze "$1" --strategy liveness --format json | sed -n 's/.*"peak_bytes": \([0-9]*\),.*/\1/p' | head -n 1; }
+expect_run "seq" 0 --stdout-grep "^liveness +2244 " -- \
+	memplan capacity $gpt --vary seq --gpu 2G --reserve 0 --planner none
+expect_run "seq header" 0 --stdout-grep "^strategy +max seq +time ms" -- \
+	memplan capacity $gpt --vary seq --gpu 2G --reserve 0 --planner none
+expect_run "tokens: batch x seq" 0 --stdout-grep "^liveness +4488  +2 +2244 " -- \
+	memplan capacity $gpt --vary tokens --gpu 2G --reserve 0 --planner none
+expect_run "tokens json" 0 --stdout-grep '"max": 4488,' -- \
+	memplan capacity $gpt --vary tokens --gpu 2G --reserve 0 --planner none --format json
+expect_run "tokens json batch and seq" 0 --stdout-grep '"seq": 2244,' -- \
+	memplan capacity $gpt --vary tokens --gpu 2G --reserve 0 --planner none --format json
+expect_run "vary in json" 0 --stdout-grep '"vary": "tokens",' -- \
+	memplan capacity $gpt --vary tokens --gpu 2G --reserve 0 --planner none --format json
+for s in 2244 2245; do
+	memplan gen gpt2 --depth 2 --hidden 256 --heads 4 --batch 2 --seq $s -o "$TMP/gpt-$s.json"
+done
+expect_run "seq 2244 fits" 0 -- test "$(peak "$TMP/gpt-2244.json")" -le $usable
+expect_run "seq 2245 does not" 0 -- test "$(peak "$TMP/gpt-2245.json")" -gt $usable
+# a net gen wrote, regenerated with its options kept: bf16-mixed without
+# master weights, kept grads and PyTorch's saved tensors fit seq 4459
+opts="--depth 2 --hidden 256 --heads 4 --batch 2 --precision bf16-mixed,master=none --grads keep --framework pytorch"
+memplan gen gpt2 $opts --seq 64 -o "$TMP/gpt-bf16.json"
+expect_run "seq from a gen net" 0 --stdout-grep "^liveness +4459 " -- \
+	memplan capacity "$TMP/gpt-bf16.json" --vary seq --gpu 2G --reserve 0 --planner none
+for s in 4459 4460; do memplan gen gpt2 $opts --seq $s -o "$TMP/gpt-bf16-$s.json"; done
+expect_run "its seq 4459 fits" 0 -- test "$(peak "$TMP/gpt-bf16-4459.json")" -le $usable
+expect_run "its seq 4460 does not" 0 -- test "$(peak "$TMP/gpt-bf16-4460.json")" -gt $usable
+expect_run "seq2seq stops at its longest" 0 --stdout-grep "^\+: the search's limit \(seq 2048, the longest the model builds\)" -- \
+	memplan capacity --model seq2seq --depth 1 --hidden 64 --batch 1 --vary seq --gpu 80G --planner none
+expect_run "not even seq 1" 0 --stdout-grep "^liveness +none " -- \
+	memplan capacity $gpt --vary seq --gpu 1K --reserve 0 --planner none
+
 # bad usage
 expect_run "no gpu" 2 --stderr "memplan: capacity: --gpu is required (a catalog name such as k40c, or a size such as 12G)" -- \
 	memplan capacity tests/data/mlp.json
@@ -46,6 +83,22 @@ expect_run "bad gpu" 2 --stderr "memplan: --gpu: 'k41' is neither a catalog GPU 
 	memplan capacity tests/data/mlp.json --gpu k41
 expect_run "depth needs a model" 2 --stderr-grep "only for --model resnet" -- \
 	memplan capacity tests/data/mlp.json --gpu 4M --vary depth
+expect_run "seq needs a generator" 2 --stderr "memplan: examples/tiny.json: --vary seq: the net has no \"generator\" (only a net that memplan gen wrote can be regenerated at each sequence length)" -- \
+	memplan capacity examples/tiny.json --gpu 4M --vary seq
+expect_run "tokens needs a generator" 2 --stderr "memplan: tests/data/mlp.json: --vary tokens: the net has no \"generator\" (only a net that memplan gen wrote can be regenerated at each sequence length)" -- \
+	memplan capacity tests/data/mlp.json --gpu 4M --vary tokens
+expect_run "seq needs a model with one" 2 --stderr "memplan: --vary seq: 'resnet' has no sequence length (models with one: gpt2, bert, seq2seq)" -- \
+	memplan capacity --model resnet --gpu 4M --vary seq
+memplan gen alexnet --batch 1 -o "$TMP/alexnet.json"
+expect_run "a gen net without a seq" 2 --stderr "memplan: $TMP/alexnet.json: --vary seq: its model 'alexnet' has no sequence length (models with one: gpt2, bert, seq2seq)" -- \
+	memplan capacity "$TMP/alexnet.json" --gpu 4M --vary seq
+sed 's/"seq": 64,/"seq": 65,/' "$TMP/gpt-bf16.json" > "$TMP/gpt-edited.json"
+expect_run "an edited gen net" 2 --stderr-grep "--vary seq: description differs from what its \"generator\" gives" -- \
+	memplan capacity "$TMP/gpt-edited.json" --gpu 4M --vary seq
+expect_run "seq is what is varied" 2 --stderr "memplan: --seq: not with --vary seq (the seq is what is varied)" -- \
+	memplan capacity $gpt --seq 64 --gpu 4M --vary seq
+expect_run "model options need a model" 2 --stderr "memplan: --hidden: only with --model (a net file fixes it)" -- \
+	memplan capacity tests/data/mlp.json --gpu 4M --hidden 64
 expect_run "no batch to vary" 2 --stderr "memplan: examples/swap-chain.json: the net has no batch to vary (no data layer with a shape)" -- \
 	memplan capacity examples/swap-chain.json --gpu 4M
 expect_run "bad overhead" 2 --stderr "memplan: --max-overhead: 'lots' is not a percentage (for example 10 or 10%)" -- \

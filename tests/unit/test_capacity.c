@@ -1,7 +1,8 @@
 /*
  * Capacity: on every row, the answer N fits and N + 1 does not (checked with
- * cap_eval, the search's own judge), for a net file varied by batch and
- * for a generated model; the mlp answers by hand (tests/data/mlp.json).
+ * cap_eval, the search's own judge), for a net file varied by batch, for a
+ * generated model and for a model's sequence length; the mlp answers by
+ * hand (tests/data/mlp.json).
  */
 #include "../../plan/capacity.h"
 #include "unit.h"
@@ -70,6 +71,31 @@ int main(void)
 	q.rows = (1u << CAP_N_ROWS) - 1;
 	q.limit = 1u << 20;
 	check_rows(&q, "alexnet/k40c");
+
+	/* a model's sequence length: regenerated at each seq, its batch and
+	 * the longest seq it builds resolved first */
+	memset(&q, 0, sizeof(q));
+	q.vary = CAP_VARY_SEQ;
+	q.model = "gpt2";
+	zoo_opts_init(&q.zopts);
+	q.zopts.depth = 2;
+	q.zopts.hidden = 256;
+	q.zopts.heads = 4;
+	q.device = *device_find(ZOO_DEFAULT_DEVICE);
+	q.usable_bytes = UINT64_C(2) << 30;
+	policy_opts_default(&q.popts);
+	q.max_overhead = -1;
+	q.rows = (1u << MP_STRAT__COUNT) - 1;
+	CHECK(cap_seq_resolve(&q, &err) == 0);
+	CHECK_U64(q.zopts.batch, 8);        /* gpt2's own */
+	CHECK_U64(q.limit, CAP_MAX_SEQ);
+	check_rows(&q, "gpt2-2x256 seq");
+	q.model = "seq2seq";
+	zoo_opts_init(&q.zopts);
+	CHECK(cap_seq_resolve(&q, &err) == 0);
+	CHECK_U64(q.limit, 2048);            /* rnn.c's longest */
+	q.model = "alexnet";
+	CHECK(cap_seq_resolve(&q, &err) < 0);
 	net_free(net);
 	return unit_report("test_capacity");
 }
