@@ -32,8 +32,9 @@
  * of the ranges of the allocations covering the node ("cover") and of those
  * meeting it ("any"), each a sorted list of disjoint ranges, touching ones
  * merged.  A placement merges the O(log n) lists of the nodes that meet its
- * interval (a heap, each list skipping by binary search what the union so far
- * covers) and adds its range to O(log n) lists.  With R the ranges those lists
+ * interval (a heap, each list skipping by galloping search what the union so
+ * far covers; it stops at a gap of exactly the size) and adds its range to
+ * O(log n) lists.  With R the ranges those lists
  * hold, one placement costs O(R log log n + log n (h + log h)), h the ranges
  * of a list; R grows with the holes of the free space over the interval, so
  * the worst case is O(n^2 log n), as greedy by size itself.  Measured (2-core
@@ -88,8 +89,6 @@ struct segtree {
 	/* query scratch */
 	uint32_t n_got, cap_got;
 	const struct rset **got;
-	uint32_t n_tmp, cap_tmp;
-	struct rng *tmp;      /* [n_tmp] the union of a query */
 	uint32_t cap_heap;
 	struct head *heap;
 };
@@ -187,7 +186,6 @@ static void seg_release(struct segtree *T)
 	free(T->cover);
 	free(T->any);
 	free(T->got);
-	free(T->tmp);
 	free(T->heap);
 }
 
@@ -231,6 +229,11 @@ static void seg_query(struct segtree *T, uint32_t node, uint32_t lo, uint32_t hi
 		seg_query(T, 2 * node + 1, mid, hi, s, e);
 }
 
+static uint64_t align_up(uint64_t x)
+{
+	return (x + PLAN_ARENA_ALIGN - 1) / PLAN_ARENA_ALIGN * PLAN_ARENA_ALIGN;
+}
+
 static void heap_down(struct head *h, uint32_t n, uint32_t i)
 {
 	struct head x = h[i];
@@ -250,18 +253,35 @@ static void heap_down(struct head *h, uint32_t n, uint32_t i)
 	h[i] = x;
 }
 
-/*
- * The union of the byte ranges used over the slots [s, e) by what was
- * inserted, as sorted disjoint ranges in T->tmp[0 .. T->n_tmp): a k-way
- * merge of the O(log m) lists of the nodes that meet [s, e), where each list
- * skips, by binary search, the ranges that end under the union so far.
- */
-static void seg_union(struct segtree *T, const struct item *it)
+/* The best fit for w bytes below and between the ranges [lo, hi) of the
+ * union so far, given the next union range [glo, ...): the gap [*top, glo). */
+static void gap_fit(uint64_t top, uint64_t glo, uint64_t w, uint64_t *best, uint64_t *best_gap)
 {
-	uint32_t nh = 0;
+	uint64_t o = align_up(top);
 
+	if (o <= glo && glo - o >= w && glo - top < *best_gap) {
+		*best_gap = glo - top;
+		*best = o;
+	}
+}
+
+/*
+ * The best fit for it over the byte ranges used during its lifetimes by
+ * what was inserted: the gaps of their union, in offset order, from a k-way
+ * merge of the O(log m) lists of the nodes that meet them, where each list
+ * skips, by galloping search, the ranges that end under the union so far.  A
+ * gap of exactly w bytes cannot be beaten (a gap is never smaller than
+ * what fits in it, and ties go to the lowest): the merge stops there.
+ * Returns the offset; *top the end of the union when no gap fits.
+ */
+static uint64_t seg_fit(struct segtree *T, const struct item *it, uint64_t *top)
+{
+	uint64_t w = it->bytes, best = UINT64_MAX, best_gap = UINT64_MAX, hi = 0;
+	uint32_t nh = 0;
+	bool have = false;
+
+	*top = 0;
 	T->n_got = 0;
-	T->n_tmp = 0;
 	seg_query(T, 1, 0, T->m, it->s, it->e);
 	if (it->e2 > it->s2)
 		seg_query(T, 1, 0, T->m, it->s2, it->e2);
@@ -274,27 +294,41 @@ static void seg_union(struct segtree *T, const struct item *it)
 		struct head *h = T->heap;
 		const struct rset *set = T->got[h->k];
 		const struct rng *r = &set->r[h->pos];
-		uint64_t top;
 		uint32_t a, b;
 
-		if (T->n_tmp && r->lo <= T->tmp[T->n_tmp - 1].hi) {
-			if (r->hi > T->tmp[T->n_tmp - 1].hi)
-				T->tmp[T->n_tmp - 1].hi = r->hi;
+		if (have && r->lo <= hi) {
+			if (r->hi > hi)
+				hi = r->hi;
 		} else {
-			mp_grow((void **)&T->tmp, &T->cap_tmp, T->n_tmp + 1, sizeof(*T->tmp));
-			T->tmp[T->n_tmp++] = *r;
+			/* a new union range: the gap below it is final */
+			if (have)
+				*top = hi;
+			gap_fit(*top, r->lo, w, &best, &best_gap);
+			if (best_gap == w)
+				return best;
+			hi = r->hi;
+			have = true;
 		}
-		top = T->tmp[T->n_tmp - 1].hi;
 		/* next range of this list ending above the union so far */
 		a = h->pos + 1;
-		b = set->n;
-		while (a < b) {
-			uint32_t mid = a + (b - a) / 2;
+		if (a < set->n && set->r[a].hi <= hi) {
+			/* gallop: the skip is usually short */
+			uint32_t step = 1;
 
-			if (set->r[mid].hi <= top)
-				a = mid + 1;
-			else
-				b = mid;
+			b = a + 1;
+			while (b < set->n && set->r[b].hi <= hi) {
+				a = b + 1;
+				step *= 2;
+				b = a + step < set->n ? a + step : set->n;
+			}
+			while (a < b) {
+				uint32_t mid = a + (b - a) / 2;
+
+				if (set->r[mid].hi <= hi)
+					a = mid + 1;
+				else
+					b = mid;
+			}
 		}
 		if (a < set->n) {
 			h->pos = a;
@@ -304,6 +338,9 @@ static void seg_union(struct segtree *T, const struct item *it)
 		}
 		heap_down(T->heap, nh, 0);
 	}
+	if (have)
+		*top = hi;
+	return best;
 }
 
 /* Whether [lo, hi) meets a range used over the slots [s, e): a binary search
@@ -328,11 +365,6 @@ static bool seg_meets(struct segtree *T, uint32_t s, uint32_t e, uint64_t lo, ui
 			return true;
 	}
 	return false;
-}
-
-static uint64_t align_up(uint64_t x)
-{
-	return (x + PLAN_ARENA_ALIGN - 1) / PLAN_ARENA_ALIGN * PLAN_ARENA_ALIGN;
 }
 
 /* The bytes an allocating action reserves, as the simulator counts them. */
@@ -529,18 +561,6 @@ struct placed {
 	uint32_t s, e, s2, e2;
 };
 
-/* The best fit for w bytes below and between the ranges [lo, hi) of the
- * union so far, given the next union range [glo, ...): the gap [*top, glo). */
-static void gap_fit(uint64_t top, uint64_t glo, uint64_t w, uint64_t *best, uint64_t *best_gap)
-{
-	uint64_t o = align_up(top);
-
-	if (o <= glo && glo - o >= w && glo - top < *best_gap) {
-		*best_gap = glo - top;
-		*best = o;
-	}
-}
-
 /*
  * place() for small schedules: the placed allocations kept sorted by offset,
  * and each new one scans them all, merging the ranges of those that meet it
@@ -649,7 +669,7 @@ static uint64_t place(struct placer *P, const struct item *it, uint32_t n_it, ui
 		return place_scan(P->pl, it, n_it, off_by_act);
 	seg_clear(T);
 	for (uint32_t k = 0; k < n_it; k++) {
-		uint64_t w = it[k].bytes, top = 0, best = UINT64_MAX, best_gap = UINT64_MAX, off;
+		uint64_t w = it[k].bytes, top, best, off;
 
 		if (w == 0) {
 			off_by_act[it[k].act] = 0;
@@ -657,12 +677,7 @@ static uint64_t place(struct placer *P, const struct item *it, uint32_t n_it, ui
 				off_by_act[it[k].act2] = 0;
 			continue;
 		}
-		seg_union(T, &it[k]);
-		for (uint32_t r = 0; r < T->n_tmp; r++) {
-			/* the gap [top, lo) below this range */
-			gap_fit(top, T->tmp[r].lo, w, &best, &best_gap);
-			top = T->tmp[r].hi;
-		}
+		best = seg_fit(T, &it[k], &top);
 		off = best != UINT64_MAX ? best : align_up(top);
 		MP_ASSERT(off + w > off);  /* sizes are <= 1 PiB: far from 2^64 */
 		off_by_act[it[k].act] = off;
