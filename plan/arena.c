@@ -633,7 +633,8 @@ static uint64_t place_scan(struct placed *pl, const struct item *it, uint32_t n_
 /* Where the placements run: the segment tree, or (scan) the sorted array. */
 struct placer {
 	bool scan;
-	struct segtree T;
+	uint32_t m;
+	struct segtree T;     /* built by the first placement (a memo may answer all) */
 	struct placed *pl;    /* [n_it] when scan */
 };
 
@@ -644,17 +645,16 @@ static void placer_init(struct placer *P, uint32_t n_it, uint32_t m, int force)
 {
 	memset(P, 0, sizeof(*P));
 	P->scan = force ? force > 0 : n_it <= ARENA_SCAN_MAX;
+	P->m = m;
 	if (P->scan)
 		P->pl = mp_xmalloc((n_it + 1) * sizeof(*P->pl));
-	else
-		seg_init(&P->T, m);
 }
 
 static void placer_release(struct placer *P)
 {
 	if (P->scan)
 		free(P->pl);
-	else
+	else if (P->T.cover)
 		seg_release(&P->T);
 }
 
@@ -667,7 +667,10 @@ static uint64_t place(struct placer *P, const struct item *it, uint32_t n_it, ui
 
 	if (P->scan)
 		return place_scan(P->pl, it, n_it, off_by_act);
-	seg_clear(T);
+	if (!T->cover)
+		seg_init(T, P->m);
+	else
+		seg_clear(T);
 	for (uint32_t k = 0; k < n_it; k++) {
 		uint64_t w = it[k].bytes, top, best, off;
 
@@ -771,6 +774,52 @@ static void search(struct placer *P, struct item *it, uint32_t n_it, uint64_t *b
  */
 int plan_arena_placer;
 
+#define ARENA_ORDERS 4
+
+/*
+ * The last large schedule placed, and each order's offsets: the planners
+ * ask for a schedule's arena (pl_arena_bytes), then plan_run and cmd_plan
+ * assign the one they keep, which is often the same, and a placement of a
+ * 10^4-layer schedule costs tenths of a second.  Recognised by its items,
+ * compared field by field (a placement depends on nothing else), so a hit
+ * gives the offsets placing again would.
+ */
+static struct {
+	size_t n_act;
+	uint32_t n_it;
+	int placer;
+	struct item *it;                /* [n_it] as lifetimes() and breadths() gave them */
+	uint64_t arena[ARENA_ORDERS];
+	uint64_t *off[ARENA_ORDERS];    /* [n_act] by action; NULL: order not placed */
+} memo;
+
+static bool item_same(const struct item *a, const struct item *b)
+{
+	return a->bytes == b->bytes && a->s == b->s && a->e == b->e && a->act == b->act && a->breadth == b->breadth &&
+	       a->s2 == b->s2 && a->e2 == b->e2 && a->act2 == b->act2;
+}
+
+/* Make the memo the one of these items, emptied unless it already was. */
+static void memo_use(const struct item *it, uint32_t n_it, size_t n_act)
+{
+	bool same = memo.it && memo.n_act == n_act && memo.n_it == n_it && memo.placer == plan_arena_placer;
+
+	for (uint32_t k = 0; same && k < n_it; k++)
+		same = item_same(&memo.it[k], &it[k]);
+	if (same)
+		return;
+	for (int o = 0; o < ARENA_ORDERS; o++) {
+		free(memo.off[o]);
+		memo.off[o] = NULL;
+	}
+	free(memo.it);
+	memo.it = mp_xmalloc((n_it + 1) * sizeof(*memo.it));
+	memcpy(memo.it, it, n_it * sizeof(*it));
+	memo.n_it = n_it;
+	memo.n_act = n_act;
+	memo.placer = plan_arena_placer;
+}
+
 void plan_assign_arena(const struct mp_net *net, struct mp_plan *p)
 {
 	plan_assign_arena_within(net, p, 0);
@@ -778,7 +827,7 @@ void plan_assign_arena(const struct mp_net *net, struct mp_plan *p)
 
 void plan_assign_arena_within(const struct mp_net *net, struct mp_plan *p, uint64_t enough)
 {
-	static int (*const orders[])(const void *, const void *) = {
+	static int (*const orders[ARENA_ORDERS])(const void *, const void *) = {
 		item_cmp, item_area_cmp, item_start_cmp, item_breadth_cmp,
 	};
 	const struct mp_schedule *s = &p->sched;
@@ -790,6 +839,8 @@ void plan_assign_arena_within(const struct mp_net *net, struct mp_plan *p, uint6
 
 	breadths(it, n_it, m);
 	placer_init(&P, n_it, m, plan_arena_placer);
+	if (!P.scan)
+		memo_use(it, n_it, s->n);
 	free(p->offset);
 	p->offset = mp_xmalloc((s->n + 1) * sizeof(*p->offset));
 	for (uint32_t i = 0; i < s->n; i++)
@@ -797,11 +848,21 @@ void plan_assign_arena_within(const struct mp_net *net, struct mp_plan *p, uint6
 	p->arena_bytes = UINT64_MAX;
 	p->max_live_bytes = p->sim.peak_bytes;
 	goal = enough > p->max_live_bytes ? enough : p->max_live_bytes;
-	for (size_t o = 0; o < sizeof(orders) / sizeof(orders[0]); o++) {
+	for (size_t o = 0; o < ARENA_ORDERS; o++) {
 		uint64_t arena;
 
-		qsort(it, n_it, sizeof(*it), orders[o]);
-		arena = place(&P, it, n_it, off);
+		if (!P.scan && memo.off[o]) {
+			arena = memo.arena[o];
+			memcpy(off, memo.off[o], s->n * sizeof(*off));
+		} else {
+			qsort(it, n_it, sizeof(*it), orders[o]);
+			arena = place(&P, it, n_it, off);
+			if (!P.scan) {
+				memo.arena[o] = arena;
+				memo.off[o] = mp_xmalloc((s->n + 1) * sizeof(*off));
+				memcpy(memo.off[o], off, s->n * sizeof(*off));
+			}
+		}
 		if (arena < p->arena_bytes) {
 			p->arena_bytes = arena;
 			won = o;
