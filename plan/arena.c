@@ -691,8 +691,10 @@ static void placer_release(struct placer *P)
 }
 
 /* Place items in the given order (best fit over the placed ones that meet
- * each in time); offsets by action into off.  Returns the arena size. */
-static uint64_t place(struct placer *P, const struct item *it, uint32_t n_it, uint64_t *off_by_act)
+ * each in time); offsets by action into off.  Returns the arena size, or,
+ * once the arena reaches stop (the order cannot beat one placed before),
+ * that much or more with the offsets unfinished (the tree only). */
+static uint64_t place(struct placer *P, const struct item *it, uint32_t n_it, uint64_t *off_by_act, uint64_t stop)
 {
 	struct segtree *T = &P->T;
 	uint64_t arena = 0;
@@ -718,6 +720,8 @@ static uint64_t place(struct placer *P, const struct item *it, uint32_t n_it, ui
 		off_by_act[it[k].act] = off;
 		if (off + w > arena)
 			arena = off + w;
+		if (arena >= stop)
+			return arena;
 		seg_insert(T, 1, 0, T->m, it[k].s, it[k].e, off, off + w);
 		if (it[k].e2 > it[k].s2) {
 			off_by_act[it[k].act2] = off;
@@ -781,7 +785,7 @@ static void search(struct placer *P, struct item *it, uint32_t n_it, uint64_t *b
 			try[i] = try[j];
 			try[j] = x;
 		}
-		a = place(P, try, n_it, off);
+		a = place(P, try, n_it, off, UINT64_MAX);
 		stale = a < *arena ? 0 : stale + 1;
 		if (a <= *arena) {
 			*arena = a;
@@ -888,8 +892,10 @@ void plan_assign_arena_within(const struct mp_net *net, struct mp_plan *p, uint6
 			memcpy(off, memo.off[o], s->n * sizeof(*off));
 		} else {
 			qsort(it, n_it, sizeof(*it), orders[o]);
-			arena = place(&P, it, n_it, off);
-			if (!P.scan) {
+			/* an order that reaches the best arena so far loses: it
+			 * stops there (and is not remembered) */
+			arena = place(&P, it, n_it, off, p->arena_bytes);
+			if (!P.scan && arena < p->arena_bytes) {
 				memo.arena[o] = arena;
 				memo.off[o] = mp_xmalloc((s->n + 1) * sizeof(*off));
 				memcpy(memo.off[o], off, s->n * sizeof(*off));
