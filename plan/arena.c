@@ -32,8 +32,9 @@
  * of the ranges of the allocations covering the node ("cover") and of those
  * meeting it ("any"), each a sorted list of disjoint ranges, touching ones
  * merged.  A placement merges the O(log n) lists of the nodes that meet its
- * interval (a heap, each list skipping by binary search what the union so far
- * covers) and adds its range to O(log n) lists.  With R the ranges those lists
+ * interval (a heap, each list skipping by galloping search what the union so
+ * far covers; it stops at a gap of exactly the size) and adds its range to
+ * O(log n) lists.  With R the ranges those lists
  * hold, one placement costs O(R log log n + log n (h + log h)), h the ranges
  * of a list; R grows with the holes of the free space over the interval, so
  * the worst case is O(n^2 log n), as greedy by size itself.  Measured (2-core
@@ -83,13 +84,12 @@ struct rset {
 
 struct segtree {
 	uint32_t m;           /* slots (event ranks) */
-	struct rset *cover;   /* [4m]: union of allocations covering the node */
-	struct rset *any;     /* [4m]: union of allocations meeting the node */
+	size_t n_nodes;       /* allocated, at least 4m (a tree reused for fewer slots) */
+	struct rset *cover;   /* [n_nodes]: union of allocations covering the node */
+	struct rset *any;     /* [n_nodes]: union of allocations meeting the node */
 	/* query scratch */
 	uint32_t n_got, cap_got;
 	const struct rset **got;
-	uint32_t n_tmp, cap_tmp;
-	struct rng *tmp;      /* [n_tmp] the union of a query */
 	uint32_t cap_heap;
 	struct head *heap;
 };
@@ -167,8 +167,9 @@ static void seg_init(struct segtree *T, uint32_t m)
 {
 	memset(T, 0, sizeof(*T));
 	T->m = m ? m : 1;
-	T->cover = mp_xcalloc(4 * (size_t)T->m, sizeof(*T->cover));
-	T->any = mp_xcalloc(4 * (size_t)T->m, sizeof(*T->any));
+	T->n_nodes = 4 * (size_t)T->m;
+	T->cover = mp_xcalloc(T->n_nodes, sizeof(*T->cover));
+	T->any = mp_xcalloc(T->n_nodes, sizeof(*T->any));
 }
 
 /* Empty every list, keeping its memory for the next placement. */
@@ -180,15 +181,44 @@ static void seg_clear(struct segtree *T)
 
 static void seg_release(struct segtree *T)
 {
-	for (size_t k = 0; k < 4 * (size_t)T->m; k++) {
+	for (size_t k = 0; k < T->n_nodes; k++) {
 		free(T->cover[k].r);
 		free(T->any[k].r);
 	}
 	free(T->cover);
 	free(T->any);
 	free(T->got);
-	free(T->tmp);
 	free(T->heap);
+}
+
+/* The last placement's tree, kept for the next: freeing some 10^5 lists and
+ * growing them again costs a fifth of a placement of a 10^4-layer schedule. */
+static struct segtree seg_spare;
+
+/* An empty tree over m slots: the spare when it is large enough. */
+static void seg_take(struct segtree *T, uint32_t m)
+{
+	if (seg_spare.cover && seg_spare.n_nodes >= 4 * (size_t)(m ? m : 1)) {
+		*T = seg_spare;
+		memset(&seg_spare, 0, sizeof(seg_spare));
+		T->m = m ? m : 1;
+		seg_clear(T);
+		return;
+	}
+	seg_init(T, m);
+}
+
+/* Keep T as the spare (the larger of the two). */
+static void seg_give(struct segtree *T)
+{
+	if (seg_spare.cover && seg_spare.n_nodes > T->n_nodes) {
+		seg_release(T);
+		return;
+	}
+	if (seg_spare.cover)
+		seg_release(&seg_spare);
+	seg_spare = *T;
+	memset(T, 0, sizeof(*T));
 }
 
 static void seg_insert(struct segtree *T, uint32_t node, uint32_t lo, uint32_t hi,
@@ -231,6 +261,11 @@ static void seg_query(struct segtree *T, uint32_t node, uint32_t lo, uint32_t hi
 		seg_query(T, 2 * node + 1, mid, hi, s, e);
 }
 
+static uint64_t align_up(uint64_t x)
+{
+	return (x + PLAN_ARENA_ALIGN - 1) / PLAN_ARENA_ALIGN * PLAN_ARENA_ALIGN;
+}
+
 static void heap_down(struct head *h, uint32_t n, uint32_t i)
 {
 	struct head x = h[i];
@@ -250,18 +285,35 @@ static void heap_down(struct head *h, uint32_t n, uint32_t i)
 	h[i] = x;
 }
 
-/*
- * The union of the byte ranges used over the slots [s, e) by what was
- * inserted, as sorted disjoint ranges in T->tmp[0 .. T->n_tmp): a k-way
- * merge of the O(log m) lists of the nodes that meet [s, e), where each list
- * skips, by binary search, the ranges that end under the union so far.
- */
-static void seg_union(struct segtree *T, const struct item *it)
+/* The best fit for w bytes below and between the ranges [lo, hi) of the
+ * union so far, given the next union range [glo, ...): the gap [*top, glo). */
+static void gap_fit(uint64_t top, uint64_t glo, uint64_t w, uint64_t *best, uint64_t *best_gap)
 {
-	uint32_t nh = 0;
+	uint64_t o = align_up(top);
 
+	if (o <= glo && glo - o >= w && glo - top < *best_gap) {
+		*best_gap = glo - top;
+		*best = o;
+	}
+}
+
+/*
+ * The best fit for it over the byte ranges used during its lifetimes by
+ * what was inserted: the gaps of their union, in offset order, from a k-way
+ * merge of the O(log m) lists of the nodes that meet them, where each list
+ * skips, by galloping search, the ranges that end under the union so far.  A
+ * gap of exactly w bytes cannot be beaten (a gap is never smaller than
+ * what fits in it, and ties go to the lowest): the merge stops there.
+ * Returns the offset; *top the end of the union when no gap fits.
+ */
+static uint64_t seg_fit(struct segtree *T, const struct item *it, uint64_t *top)
+{
+	uint64_t w = it->bytes, best = UINT64_MAX, best_gap = UINT64_MAX, hi = 0;
+	uint32_t nh = 0;
+	bool have = false;
+
+	*top = 0;
 	T->n_got = 0;
-	T->n_tmp = 0;
 	seg_query(T, 1, 0, T->m, it->s, it->e);
 	if (it->e2 > it->s2)
 		seg_query(T, 1, 0, T->m, it->s2, it->e2);
@@ -274,27 +326,41 @@ static void seg_union(struct segtree *T, const struct item *it)
 		struct head *h = T->heap;
 		const struct rset *set = T->got[h->k];
 		const struct rng *r = &set->r[h->pos];
-		uint64_t top;
 		uint32_t a, b;
 
-		if (T->n_tmp && r->lo <= T->tmp[T->n_tmp - 1].hi) {
-			if (r->hi > T->tmp[T->n_tmp - 1].hi)
-				T->tmp[T->n_tmp - 1].hi = r->hi;
+		if (have && r->lo <= hi) {
+			if (r->hi > hi)
+				hi = r->hi;
 		} else {
-			mp_grow((void **)&T->tmp, &T->cap_tmp, T->n_tmp + 1, sizeof(*T->tmp));
-			T->tmp[T->n_tmp++] = *r;
+			/* a new union range: the gap below it is final */
+			if (have)
+				*top = hi;
+			gap_fit(*top, r->lo, w, &best, &best_gap);
+			if (best_gap == w)
+				return best;
+			hi = r->hi;
+			have = true;
 		}
-		top = T->tmp[T->n_tmp - 1].hi;
 		/* next range of this list ending above the union so far */
 		a = h->pos + 1;
-		b = set->n;
-		while (a < b) {
-			uint32_t mid = a + (b - a) / 2;
+		if (a < set->n && set->r[a].hi <= hi) {
+			/* gallop: the skip is usually short */
+			uint32_t step = 1;
 
-			if (set->r[mid].hi <= top)
-				a = mid + 1;
-			else
-				b = mid;
+			b = a + 1;
+			while (b < set->n && set->r[b].hi <= hi) {
+				a = b + 1;
+				step *= 2;
+				b = a + step < set->n ? a + step : set->n;
+			}
+			while (a < b) {
+				uint32_t mid = a + (b - a) / 2;
+
+				if (set->r[mid].hi <= hi)
+					a = mid + 1;
+				else
+					b = mid;
+			}
 		}
 		if (a < set->n) {
 			h->pos = a;
@@ -304,6 +370,9 @@ static void seg_union(struct segtree *T, const struct item *it)
 		}
 		heap_down(T->heap, nh, 0);
 	}
+	if (have)
+		*top = hi;
+	return best;
 }
 
 /* Whether [lo, hi) meets a range used over the slots [s, e): a binary search
@@ -328,11 +397,6 @@ static bool seg_meets(struct segtree *T, uint32_t s, uint32_t e, uint64_t lo, ui
 			return true;
 	}
 	return false;
-}
-
-static uint64_t align_up(uint64_t x)
-{
-	return (x + PLAN_ARENA_ALIGN - 1) / PLAN_ARENA_ALIGN * PLAN_ARENA_ALIGN;
 }
 
 /* The bytes an allocating action reserves, as the simulator counts them. */
@@ -529,18 +593,6 @@ struct placed {
 	uint32_t s, e, s2, e2;
 };
 
-/* The best fit for w bytes below and between the ranges [lo, hi) of the
- * union so far, given the next union range [glo, ...): the gap [*top, glo). */
-static void gap_fit(uint64_t top, uint64_t glo, uint64_t w, uint64_t *best, uint64_t *best_gap)
-{
-	uint64_t o = align_up(top);
-
-	if (o <= glo && glo - o >= w && glo - top < *best_gap) {
-		*best_gap = glo - top;
-		*best = o;
-	}
-}
-
 /*
  * place() for small schedules: the placed allocations kept sorted by offset,
  * and each new one scans them all, merging the ranges of those that meet it
@@ -613,7 +665,8 @@ static uint64_t place_scan(struct placed *pl, const struct item *it, uint32_t n_
 /* Where the placements run: the segment tree, or (scan) the sorted array. */
 struct placer {
 	bool scan;
-	struct segtree T;
+	uint32_t m;
+	struct segtree T;     /* built by the first placement (a memo may answer all) */
 	struct placed *pl;    /* [n_it] when scan */
 };
 
@@ -624,32 +677,36 @@ static void placer_init(struct placer *P, uint32_t n_it, uint32_t m, int force)
 {
 	memset(P, 0, sizeof(*P));
 	P->scan = force ? force > 0 : n_it <= ARENA_SCAN_MAX;
+	P->m = m;
 	if (P->scan)
 		P->pl = mp_xmalloc((n_it + 1) * sizeof(*P->pl));
-	else
-		seg_init(&P->T, m);
 }
 
 static void placer_release(struct placer *P)
 {
 	if (P->scan)
 		free(P->pl);
-	else
-		seg_release(&P->T);
+	else if (P->T.cover)
+		seg_give(&P->T);
 }
 
 /* Place items in the given order (best fit over the placed ones that meet
- * each in time); offsets by action into off.  Returns the arena size. */
-static uint64_t place(struct placer *P, const struct item *it, uint32_t n_it, uint64_t *off_by_act)
+ * each in time); offsets by action into off.  Returns the arena size, or,
+ * once the arena reaches stop (the order cannot beat one placed before),
+ * that much or more with the offsets unfinished (the tree only). */
+static uint64_t place(struct placer *P, const struct item *it, uint32_t n_it, uint64_t *off_by_act, uint64_t stop)
 {
 	struct segtree *T = &P->T;
 	uint64_t arena = 0;
 
 	if (P->scan)
 		return place_scan(P->pl, it, n_it, off_by_act);
-	seg_clear(T);
+	if (!T->cover)
+		seg_take(T, P->m);
+	else
+		seg_clear(T);
 	for (uint32_t k = 0; k < n_it; k++) {
-		uint64_t w = it[k].bytes, top = 0, best = UINT64_MAX, best_gap = UINT64_MAX, off;
+		uint64_t w = it[k].bytes, top, best, off;
 
 		if (w == 0) {
 			off_by_act[it[k].act] = 0;
@@ -657,17 +714,14 @@ static uint64_t place(struct placer *P, const struct item *it, uint32_t n_it, ui
 				off_by_act[it[k].act2] = 0;
 			continue;
 		}
-		seg_union(T, &it[k]);
-		for (uint32_t r = 0; r < T->n_tmp; r++) {
-			/* the gap [top, lo) below this range */
-			gap_fit(top, T->tmp[r].lo, w, &best, &best_gap);
-			top = T->tmp[r].hi;
-		}
+		best = seg_fit(T, &it[k], &top);
 		off = best != UINT64_MAX ? best : align_up(top);
 		MP_ASSERT(off + w > off);  /* sizes are <= 1 PiB: far from 2^64 */
 		off_by_act[it[k].act] = off;
 		if (off + w > arena)
 			arena = off + w;
+		if (arena >= stop)
+			return arena;
 		seg_insert(T, 1, 0, T->m, it[k].s, it[k].e, off, off + w);
 		if (it[k].e2 > it[k].s2) {
 			off_by_act[it[k].act2] = off;
@@ -731,7 +785,7 @@ static void search(struct placer *P, struct item *it, uint32_t n_it, uint64_t *b
 			try[i] = try[j];
 			try[j] = x;
 		}
-		a = place(P, try, n_it, off);
+		a = place(P, try, n_it, off, UINT64_MAX);
 		stale = a < *arena ? 0 : stale + 1;
 		if (a <= *arena) {
 			*arena = a;
@@ -756,6 +810,52 @@ static void search(struct placer *P, struct item *it, uint32_t n_it, uint64_t *b
  */
 int plan_arena_placer;
 
+#define ARENA_ORDERS 4
+
+/*
+ * The last large schedule placed, and each order's offsets: the planners
+ * ask for a schedule's arena (pl_arena_bytes), then plan_run and cmd_plan
+ * assign the one they keep, which is often the same, and a placement of a
+ * 10^4-layer schedule costs tenths of a second.  Recognised by its items,
+ * compared field by field (a placement depends on nothing else), so a hit
+ * gives the offsets placing again would.
+ */
+static struct {
+	size_t n_act;
+	uint32_t n_it;
+	int placer;
+	struct item *it;                /* [n_it] as lifetimes() and breadths() gave them */
+	uint64_t arena[ARENA_ORDERS];
+	uint64_t *off[ARENA_ORDERS];    /* [n_act] by action; NULL: order not placed */
+} memo;
+
+static bool item_same(const struct item *a, const struct item *b)
+{
+	return a->bytes == b->bytes && a->s == b->s && a->e == b->e && a->act == b->act && a->breadth == b->breadth &&
+	       a->s2 == b->s2 && a->e2 == b->e2 && a->act2 == b->act2;
+}
+
+/* Make the memo the one of these items, emptied unless it already was. */
+static void memo_use(const struct item *it, uint32_t n_it, size_t n_act)
+{
+	bool same = memo.it && memo.n_act == n_act && memo.n_it == n_it && memo.placer == plan_arena_placer;
+
+	for (uint32_t k = 0; same && k < n_it; k++)
+		same = item_same(&memo.it[k], &it[k]);
+	if (same)
+		return;
+	for (int o = 0; o < ARENA_ORDERS; o++) {
+		free(memo.off[o]);
+		memo.off[o] = NULL;
+	}
+	free(memo.it);
+	memo.it = mp_xmalloc((n_it + 1) * sizeof(*memo.it));
+	memcpy(memo.it, it, n_it * sizeof(*it));
+	memo.n_it = n_it;
+	memo.n_act = n_act;
+	memo.placer = plan_arena_placer;
+}
+
 void plan_assign_arena(const struct mp_net *net, struct mp_plan *p)
 {
 	plan_assign_arena_within(net, p, 0);
@@ -763,7 +863,7 @@ void plan_assign_arena(const struct mp_net *net, struct mp_plan *p)
 
 void plan_assign_arena_within(const struct mp_net *net, struct mp_plan *p, uint64_t enough)
 {
-	static int (*const orders[])(const void *, const void *) = {
+	static int (*const orders[ARENA_ORDERS])(const void *, const void *) = {
 		item_cmp, item_area_cmp, item_start_cmp, item_breadth_cmp,
 	};
 	const struct mp_schedule *s = &p->sched;
@@ -775,6 +875,8 @@ void plan_assign_arena_within(const struct mp_net *net, struct mp_plan *p, uint6
 
 	breadths(it, n_it, m);
 	placer_init(&P, n_it, m, plan_arena_placer);
+	if (!P.scan)
+		memo_use(it, n_it, s->n);
 	free(p->offset);
 	p->offset = mp_xmalloc((s->n + 1) * sizeof(*p->offset));
 	for (uint32_t i = 0; i < s->n; i++)
@@ -782,11 +884,23 @@ void plan_assign_arena_within(const struct mp_net *net, struct mp_plan *p, uint6
 	p->arena_bytes = UINT64_MAX;
 	p->max_live_bytes = p->sim.peak_bytes;
 	goal = enough > p->max_live_bytes ? enough : p->max_live_bytes;
-	for (size_t o = 0; o < sizeof(orders) / sizeof(orders[0]); o++) {
+	for (size_t o = 0; o < ARENA_ORDERS; o++) {
 		uint64_t arena;
 
-		qsort(it, n_it, sizeof(*it), orders[o]);
-		arena = place(&P, it, n_it, off);
+		if (!P.scan && memo.off[o]) {
+			arena = memo.arena[o];
+			memcpy(off, memo.off[o], s->n * sizeof(*off));
+		} else {
+			qsort(it, n_it, sizeof(*it), orders[o]);
+			/* an order that reaches the best arena so far loses: it
+			 * stops there (and is not remembered) */
+			arena = place(&P, it, n_it, off, p->arena_bytes);
+			if (!P.scan && arena < p->arena_bytes) {
+				memo.arena[o] = arena;
+				memo.off[o] = mp_xmalloc((s->n + 1) * sizeof(*off));
+				memcpy(memo.off[o], off, s->n * sizeof(*off));
+			}
+		}
 		if (arena < p->arena_bytes) {
 			p->arena_bytes = arena;
 			won = o;
