@@ -87,10 +87,10 @@ expect_run "seq needs a generator" 2 --stderr "memplan: examples/tiny.json: --va
 	memplan capacity examples/tiny.json --gpu 4M --vary seq
 expect_run "tokens needs a generator" 2 --stderr "memplan: tests/data/mlp.json: --vary tokens: the net has no \"generator\" (only a net that memplan gen wrote can be regenerated at each sequence length)" -- \
 	memplan capacity tests/data/mlp.json --gpu 4M --vary tokens
-expect_run "seq needs a model with one" 2 --stderr "memplan: --vary seq: 'resnet' has no sequence length (models with one: gpt2, bert, seq2seq)" -- \
+expect_run "seq needs a model with one" 2 --stderr "memplan: --vary seq: 'resnet' has no sequence length (models with one: gpt2, bert, llama, seq2seq)" -- \
 	memplan capacity --model resnet --gpu 4M --vary seq
 memplan gen alexnet --batch 1 -o "$TMP/alexnet.json"
-expect_run "a gen net without a seq" 2 --stderr "memplan: $TMP/alexnet.json: --vary seq: its model 'alexnet' has no sequence length (models with one: gpt2, bert, seq2seq)" -- \
+expect_run "a gen net without a seq" 2 --stderr "memplan: $TMP/alexnet.json: --vary seq: its model 'alexnet' has no sequence length (models with one: gpt2, bert, llama, seq2seq)" -- \
 	memplan capacity "$TMP/alexnet.json" --gpu 4M --vary seq
 sed 's/"seq": 64,/"seq": 65,/' "$TMP/gpt-bf16.json" > "$TMP/gpt-edited.json"
 expect_run "an edited gen net" 2 --stderr-grep "--vary seq: description differs from what its \"generator\" gives" -- \
