@@ -213,6 +213,10 @@ static int set_precision(const char *name, const char *arg, void *dst)
 		cli_error(EXIT_BAD_INPUT, "gen: %s: too long", name);
 		return -1;
 	}
+	if (!*arg || arg[strlen(arg) - 1] == ',' || strstr(arg, ",,")) {
+		cli_error(EXIT_BAD_INPUT, "gen: %s: an empty item in '%s'", name, arg);
+		return -1;
+	}
 	strcpy(buf, arg);
 	tok = strtok_r(buf, ",", &save);
 	if (!tok || mp_precision_preset(tok, &o->precision) < 0) {

@@ -275,20 +275,22 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 			if (L->ls[s->inputs[i]].needs_grad)
 				s->needs_grad = true;
 	}
+	/* PyTorch: autograd clones the input of an in-place op whose
+	 * backward reads it.  The clone and the updated buffer are two
+	 * tensors alive exactly as an input and a separate output are, so the
+	 * layer is lowered out of place: its input tensor holds what the clone
+	 * holds, its own output the updated values.  All of them first:
+	 * check_inplace walks back through inputs listed anywhere in the file. */
 	for (uint32_t i = 0; i < n; i++) {
 		struct lspec *s = &L->ls[i];
 
-		/* PyTorch: autograd clones the input of an in-place op whose
-		 * backward reads it.  The clone and the updated buffer are two
-		 * tensors alive exactly as an input and a separate output are,
-		 * so the layer is lowered out of place: its input tensor holds
-		 * what the clone holds, its own output the updated values. */
 		if (s->inplace && s->type != MP_L_RESHAPE && s->needs_grad && (s->saves & SAVE_INPUT) &&
 		    net->framework == MP_FW_PYTORCH)
 			s->inplace = false;
-		if (s->inplace && check_inplace(L, i) < 0)
-			goto out;
 	}
+	for (uint32_t i = 0; i < n; i++)
+		if (L->ls[i].inplace && check_inplace(L, i) < 0)
+			goto out;
 
 	net->n_layers = n;
 	for (uint32_t i = 0; i < n; i++) {

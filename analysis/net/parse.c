@@ -219,10 +219,6 @@ static int parse_params(struct loader *L, struct lspec *s, struct mp_layer *ly, 
 				mp_error_set(L->err, "%s.param_bytes: must be positive", path);
 			return -1;
 		}
-		/* a parameter, its gradient, master weights and up to two
-		 * optimizer states: at most 8 times a 16-bit parameter's bytes */
-		if (count_bytes(L, 8 * s->param_bytes[k], params ? "params" : "param_bytes", path) < 0)
-			return -1;
 	}
 	if (pb) {
 		unsigned sz = mp_dtype_bytes(s->pdtype);
@@ -231,6 +227,13 @@ static int parse_params(struct loader *L, struct lspec *s, struct mp_layer *ly, 
 		for (uint32_t k = 0; k < s->n_params; k++)
 			s->param_elems[k] = (s->param_bytes[k] + sz - 1) / sz;
 	}
+	/* a parameter, then its gradient, master weights and up to two
+	 * optimizer states of at most 8 bytes per element each */
+	for (uint32_t k = 0; k < s->n_params; k++)
+		if (count_bytes(L, s->param_bytes[k], params ? "params" : "param_bytes", path) < 0 ||
+		    count_bytes(L, s->param_elems[k] > MP_MAX_NET_BYTES / 32 ? MP_MAX_NET_BYTES + 1 : 32 * s->param_elems[k],
+				params ? "params" : "param_bytes", path) < 0)
+			return -1;
 	return 0;
 }
 
@@ -412,7 +415,7 @@ static int parse_attention(struct loader *L, struct lspec *s, const struct mp_la
 	char p[256];
 	const char *impl = "flash";
 	int64_t heads = 0;
-	uint64_t n, b;
+	uint64_t n, b, per;
 
 	if (!h && !im)
 		return 0;
@@ -434,15 +437,19 @@ static int parse_attention(struct loader *L, struct lspec *s, const struct mp_la
 		mp_error_set(L->err, "%s: eager attention needs \"heads\" and a shape [batch, seq, hidden]", path);
 		return -1;
 	}
-	/* B * heads * S * S elements, each in the dtype and once more in float32 */
+	/* B * heads * S * S elements: the float32 softmax result, and its cast
+	 * to the layer's dtype that the product with v keeps when that is not
+	 * float32 (Hugging Face: softmax(..., dtype=float32).to(q.dtype)) */
+	per = 4 + (s->dtype != MP_DT_FLOAT32 ? mp_dtype_bytes(s->dtype) : 0);
 	if (mp_mul_u64(ly->shape.d[0], (uint64_t)heads, &n) < 0 || mp_mul_u64(n, ly->shape.d[1], &n) < 0 ||
-	    mp_mul_u64(n, ly->shape.d[1], &n) < 0 || mp_mul_u64(n, 4, &b) < 0 || b > MP_MAX_BYTES) {
+	    mp_mul_u64(n, ly->shape.d[1], &n) < 0 || mp_mul_u64(n, per, &b) < 0 || b > MP_MAX_BYTES) {
 		mp_error_set(L->err, "%s: the attention probabilities would be larger than 1 PiB", path);
 		return -1;
 	}
-	s->probs_bytes = n * mp_dtype_bytes(s->dtype);
-	if (!json_object_get(obj, "workspace"))
-		s->ws_bytes = b;
+	s->probs_bytes = b;
+	if (json_object_get(obj, "workspace"))
+		return count_bytes(L, s->probs_bytes, "impl", path);
+	s->ws_bytes = n * 4; /* the float32 scores */
 	return count_bytes(L, s->probs_bytes + 2 * s->ws_bytes, "impl", path);
 }
 

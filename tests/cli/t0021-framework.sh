@@ -53,7 +53,21 @@ expect_run "gen without --framework writes no key" 1 -- grep -q '"framework"' "$
 expect_run "gen --framework pytorch writes the key" 0 -- grep -q '"framework": "pytorch"' "$TMP/m-pt.json"
 expect_run "gen: mobilenet-v2 uses relu6" 0 -- grep -q '"name": "stem.relu6", "type": "relu6"' "$TMP/m.json"
 expect_run "gen pytorch: check says so" 0 --stdout-grep "framework pytorch\)" -- memplan check "$TMP/r-pt.json"
+# in-place layers are lowered out of place before any in-place check, so the
+# order of the file does not matter (d reads g, listed after it)
+cat >"$TMP/order.json" <<'EOF2'
+{"format": "memplan-net/1", "name": "order", "framework": "pytorch",
+ "layers": [
+  {"name": "x", "type": "data", "shape": [2, 8]},
+  {"name": "c", "type": "fc", "inputs": ["x"], "shape": [2, 8], "params": [[8, 8]]},
+  {"name": "d", "type": "dropout", "inputs": ["g"], "shape": [2, 8], "inplace": true},
+  {"name": "g", "type": "gelu", "inputs": ["c"], "shape": [2, 8], "inplace": true},
+  {"name": "loss", "type": "loss", "inputs": ["d"], "shape": [2]}]}
+EOF2
+expect_run "pytorch: in-place layers in any file order" 0 --stdout-grep "valid memplan-net/1 'order'" -- \
+	memplan check "$TMP/order.json"
 # every planner's plans of PyTorch-lowered nets verify on the host, exact
+verified=0
 for m in mobilenet-v2 resnet18; do
 	memplan gen $m --batch 2 --image 64x64 --framework pytorch -o "$TMP/$m.json" >/dev/null
 	peak=$("$MEMPLAN" analyze "$TMP/$m.json" --strategy liveness --format json | sed -n 's/.*"peak_bytes": \([0-9]*\).*/\1/p' | head -n 1)
@@ -65,9 +79,11 @@ for m in mobilenet-v2 resnet18; do
 			expect_run "$m at $f%, $p: plan" 0 -- test $rc = 0
 			expect_run "$m at $f%, $p: verify" 0 --stdout-grep 'nothing lost' -- \
 				memplan verify "$TMP/p.json" --iters 2 --warmup 1 --tolerance-peak 0
+			verified=$((verified + 1))
 		done
 	done
 done
+expect_run "pytorch: at least 8 plans verified ($verified)" 0 -- test "$verified" -ge 8
 expect_run "gen --framework bad" 2 --stderr "memplan: gen: --framework: expected cudnn or pytorch, got 'jax'" -- \
 	memplan gen resnet18 --framework jax
 done_testing

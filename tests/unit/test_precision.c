@@ -98,6 +98,16 @@ static void test_policies(void)
 			CHECK_U64(tensor_bytes(net, "fc.out"), 2 * 4 * 64);
 			CHECK_U64(tensor_bytes(net, "fc.param0.master"), 4 * N_W);
 			CHECK_U64(tensor_bytes(net, "fc.param0.m"), 4 * N_W);
+			CHECK_U64(tensor_bytes(net, "fc.param0.grad"), 2 * N_W);
+			CHECK_U64(tensor_bytes(net, "fc.param0"), 2 * N_W);
+			net_free(net);
+		}
+		net = load_fc("adamw", "{\"policy\": \"bf16-mixed\", \"grads\": \"float32\", \"optimizer_state\": \"int8\"}");
+		if (net) {
+			CHECK_U64(tensor_bytes(net, "fc.param0.grad"), 4 * N_W);
+			CHECK_U64(tensor_bytes(net, "fc.param0.v"), N_W + 4 * (N_W / 2048));
+			CHECK_U64(tensor_bytes(net, "fc.param1.v"), 4 * N_B);
+			CHECK_U64(tensor_bytes(net, "fc.param1.master"), 4 * N_B);
 			net_free(net);
 		}
 	}
