@@ -46,7 +46,7 @@ int cmd_check(int argc, char **argv)
 		json_object_set_new(root, "optimizer", json_string(mp_optimizer_name(net->optimizer)));
 		json_object_set_new(root, "precision", net->precision.policy != MP_PREC_NONE ?
 				    json_string(mp_precision_name(net->precision.policy)) : json_null());
-		json_object_set_new(root, "framework", json_string(net->framework == MP_FW_PYTORCH ? "pytorch" : "cudnn"));
+		json_object_set_new(root, "framework", json_string(mp_framework_name(net->framework)));
 		json_object_set_new(root, "grads", json_string(net->grads_keep ? "keep" : "set_to_none"));
 		json_object_set_new(root, "layers", json_integer(net->n_layers));
 		json_object_set_new(root, "ops", json_integer(net->n_ops));

@@ -144,11 +144,13 @@ static int set_grads(const char *name, const char *arg, void *dst)
 
 static int set_framework(const char *name, const char *arg, void *dst)
 {
-	if (strcmp(arg, "cudnn") && strcmp(arg, "pytorch")) {
+	int f = mp_framework_parse(arg);
+
+	if (f < 0) {
 		cli_error(EXIT_BAD_INPUT, "gen: %s: expected cudnn or pytorch, got '%s'", name, arg);
 		return -1;
 	}
-	((struct gen_args *)dst)->zo.framework = !strcmp(arg, "pytorch") ? MP_FW_PYTORCH : MP_FW_CUDNN;
+	((struct gen_args *)dst)->zo.framework = f;
 	return 0;
 }
 

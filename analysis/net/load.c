@@ -304,7 +304,7 @@ static int parse_precision(struct loader *L, json_t *v, struct mp_precision *p)
 		if (jget_check_keys(v, "precision", keys, L->err) < 0)
 			return -1;
 		if (!(x = json_object_get(v, "policy"))) {
-			mp_error_set(L->err, "precision: missing \"policy\" (fp32, bf16-mixed, fp16-mixed, bf16-pure)");
+			mp_error_set(L->err, "precision: missing \"policy\" (%s)", mp_precision_list);
 			return -1;
 		}
 	} else if (json_is_string(v)) {
@@ -316,8 +316,8 @@ static int parse_precision(struct loader *L, json_t *v, struct mp_precision *p)
 	if (jget_string(x, json_is_object(v) ? "precision.policy" : "precision", &s, L->err) < 0)
 		return -1;
 	if (mp_precision_preset(s, p) < 0) {
-		mp_error_set(L->err, "%s: unknown policy '%s' (fp32, bf16-mixed, fp16-mixed, bf16-pure)",
-			     json_is_object(v) ? "precision.policy" : "precision", s);
+		mp_error_set(L->err, "%s: unknown policy '%s' (%s)",
+			     json_is_object(v) ? "precision.policy" : "precision", s, mp_precision_list);
 		return -1;
 	}
 	if (!json_is_object(v))
@@ -342,6 +342,33 @@ static int parse_precision(struct loader *L, json_t *v, struct mp_precision *p)
 	return 0;
 }
 
+static int grads_parse(const char *s)
+{
+	return !strcmp(s, "keep") ? 1 : !strcmp(s, "set_to_none") ? 0 : -1;
+}
+
+/*
+ * Top-level key: a word parse() knows, as its value (>= 0); -1 when the key
+ * is absent; -2 with *err for another value, "key: unknown what 'x' (list)".
+ */
+static int keyword(json_t *root, const char *key, const char *what, int (*parse)(const char *),
+		   const char *list, struct mp_error *err)
+{
+	json_t *v = json_object_get(root, key);
+	const char *s;
+	int k;
+
+	if (!v)
+		return -1;
+	if (jget_string(v, key, &s, err) < 0)
+		return -2;
+	if ((k = parse(s)) < 0) {
+		mp_error_set(err, "%s: unknown %s '%s' (%s)", key, what, s, list);
+		return -2;
+	}
+	return k;
+}
+
 struct mp_net *net_load_json(json_t *root, struct mp_error *err)
 {
 	static const char *const keys[] = { "format", "name", "dtype", "precision", "optimizer", "grads", "framework", "device",
@@ -349,6 +376,7 @@ struct mp_net *net_load_json(json_t *root, struct mp_error *err)
 	struct loader L = { 0 };
 	struct mp_net *net;
 	const char *s;
+	int k;
 	json_t *v;
 
 	if (jget_object(root, "(top level)", err) < 0)
@@ -361,8 +389,7 @@ struct mp_net *net_load_json(json_t *root, struct mp_error *err)
 	mp_strmap_init(&L.layer_names);
 	net->name = "unnamed";
 	net->dtype = MP_DT_FLOAT32;
-	net->precision = (struct mp_precision){ MP_PREC_NONE, MP_DT_FLOAT32, MP_DT_FLOAT32, MP_DT_FLOAT32,
-						MP_DT_FLOAT32, -1, false };
+	mp_precision_none(&net->precision);
 	if (!(v = json_object_get(root, "format"))) {
 		mp_error_set(err, "format: missing (expected \"memplan-net/1\")");
 		goto fail;
@@ -402,35 +429,18 @@ struct mp_net *net_load_json(json_t *root, struct mp_error *err)
 	if ((v = json_object_get(root, "dtype")) && parse_dtype(&L, v, "dtype", &net->dtype) < 0)
 		goto fail;
 	net->precision.act = net->dtype;
-	if ((v = json_object_get(root, "optimizer"))) {
-		int k;
-
-		if (jget_string(v, "optimizer", &s, err) < 0)
-			goto fail;
-		if ((k = mp_optimizer_parse(s)) < 0) {
-			mp_error_set(err, "optimizer: unknown optimizer '%s' (%s)", s, mp_optimizer_list);
-			goto fail;
-		}
+	if ((k = keyword(root, "optimizer", "optimizer", mp_optimizer_parse, mp_optimizer_list, err)) == -2)
+		goto fail;
+	if (k >= 0)
 		net->optimizer = (enum mp_optimizer)k;
-	}
-	if ((v = json_object_get(root, "grads"))) {
-		if (jget_string(v, "grads", &s, err) < 0)
-			goto fail;
-		if (strcmp(s, "keep") && strcmp(s, "set_to_none")) {
-			mp_error_set(err, "grads: unknown mode '%s' (keep or set_to_none)", s);
-			goto fail;
-		}
-		net->grads_keep = !strcmp(s, "keep");
-	}
-	if ((v = json_object_get(root, "framework"))) {
-		if (jget_string(v, "framework", &s, err) < 0)
-			goto fail;
-		if (strcmp(s, "cudnn") && strcmp(s, "pytorch")) {
-			mp_error_set(err, "framework: unknown framework '%s' (cudnn or pytorch)", s);
-			goto fail;
-		}
-		net->framework = !strcmp(s, "pytorch") ? MP_FW_PYTORCH : MP_FW_CUDNN;
-	}
+	if ((k = keyword(root, "grads", "mode", grads_parse, "keep or set_to_none", err)) == -2)
+		goto fail;
+	if (k >= 0)
+		net->grads_keep = k;
+	if ((k = keyword(root, "framework", "framework", mp_framework_parse, "cudnn or pytorch", err)) == -2)
+		goto fail;
+	if (k >= 0)
+		net->framework = (enum mp_framework)k;
 	if ((v = json_object_get(root, "device"))) {
 		if (json_is_string(v)) {
 			const struct mp_device *d;

@@ -52,6 +52,21 @@ int mp_layer_type_parse(const char *s)
 	return -1;
 }
 
+static const char *const frameworks[] = { [MP_FW_CUDNN] = "cudnn", [MP_FW_PYTORCH] = "pytorch" };
+
+const char *mp_framework_name(enum mp_framework f)
+{
+	return f <= MP_FW_PYTORCH ? frameworks[f] : "?";
+}
+
+int mp_framework_parse(const char *s)
+{
+	for (int i = 0; i <= MP_FW_PYTORCH; i++)
+		if (!strcmp(s, frameworks[i]))
+			return i;
+	return -1;
+}
+
 static const struct {
 	const char *name;
 	unsigned states;
@@ -93,6 +108,13 @@ static const struct {
 	[MP_PREC_BF16_PURE] = { "bf16-pure", { MP_PREC_BF16_PURE, MP_DT_BFLOAT16, MP_DT_BFLOAT16, MP_DT_BFLOAT16,
 					       MP_DT_BFLOAT16, -1, false } },
 };
+
+const char mp_precision_list[] = "fp32, bf16-mixed, fp16-mixed, bf16-pure";
+
+void mp_precision_none(struct mp_precision *out)
+{
+	*out = precisions[MP_PREC_NONE].p;
+}
 
 const char *mp_precision_name(enum mp_precision_policy p)
 {

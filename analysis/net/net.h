@@ -48,6 +48,8 @@ int mp_layer_type_parse(const char *s); /* aliases: linear, matmul -> fc; -1 */
 /* Whose saved tensors the lowering follows (memplan-net(5), "framework"):
  * cuDNN's kernels (the default), or PyTorch's autograd. */
 enum mp_framework { MP_FW_CUDNN, MP_FW_PYTORCH };
+const char *mp_framework_name(enum mp_framework f);
+int mp_framework_parse(const char *s);            /* -1 when unknown */
 
 enum mp_optimizer { MP_OPT_NONE, MP_OPT_SGD, MP_OPT_MOMENTUM, MP_OPT_ADAM, MP_OPT_ADAMW, MP_OPT__COUNT };
 const char *mp_optimizer_name(enum mp_optimizer o);
@@ -73,6 +75,9 @@ struct mp_precision {
 	bool loss_scale;    /* fp16: GradScaler's scale and growth tracker */
 };
 const char *mp_precision_name(enum mp_precision_policy p);
+extern const char mp_precision_list[];            /* "fp32, bf16-mixed, fp16-mixed, bf16-pure" */
+/* No "precision": every kind in the layer's dtype, no master weights. */
+void mp_precision_none(struct mp_precision *out);
 /* The policy's dtypes into *out; -1 for an unknown name. */
 int mp_precision_preset(const char *name, struct mp_precision *out);
 /*

@@ -392,7 +392,7 @@ json_t *zoo_generate(const char *model, const struct zoo_opts *opts, struct mp_e
 	if (o.grads_keep >= 0)
 		json_object_set_new(root, "grads", json_string(o.grads_keep ? "keep" : "set_to_none"));
 	if (o.framework >= 0)
-		json_object_set_new(root, "framework", json_string(o.framework == MP_FW_PYTORCH ? "pytorch" : "cudnn"));
+		json_object_set_new(root, "framework", json_string(mp_framework_name((enum mp_framework)o.framework)));
 	json_object_set_new(root, "device", catalog ? json_string(dev->name) : device_to_json(dev));
 	{
 		char ts[96];
