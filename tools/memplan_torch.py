@@ -85,12 +85,14 @@ def _call(func, args, kwargs):
 
 
 class _Storage:
-    __slots__ = ("name", "nbytes", "kind", "holders", "producer", "comment", "alive", "freed_at", "_used")
+    __slots__ = ("name", "nbytes", "kind", "holders", "producer", "comment", "alive", "freed_at", "_used",
+                 "per_sample")
 
     def __init__(self, name, nbytes, kind, producer, comment=""):
         self.name, self.nbytes, self.kind = name, nbytes, kind
         self.holders, self.producer, self.comment = 0, producer, comment
         self.alive, self.freed_at, self._used = True, None, False
+        self.per_sample = False
 
 
 class _Op:
@@ -365,6 +367,23 @@ def measure_peak(model, inputs, target, loss="cross_entropy", optimizer="momentu
     return base + high
 
 
+def _target(model, inputs, loss):
+    """Random labels (cross_entropy) or targets (mse) shaped like the
+    model's output on inputs; None for the other losses."""
+    if loss not in ("cross_entropy", "mse"):
+        return None
+
+    def first():
+        with torch.no_grad():
+            out = model(*inputs)
+        if isinstance(out, (tuple, list)):
+            out = out[0]
+        elif isinstance(out, dict):
+            out = out.get("logits", out.get("out", next(iter(out.values()))))
+        return make_target(loss, out)
+    return _run_checked("the model", first)
+
+
 def export(model, inputs, loss="cross_entropy", optimizer="momentum", grads="set_to_none",
            measure=False, repeats=5, name=None, target=None):
     """Record one training step of model on inputs (a list of tensors on the
@@ -377,19 +396,23 @@ def export(model, inputs, loss="cross_entropy", optimizer="momentum", grads="set
     inputs = list(inputs)
     opt = make_optimizer(optimizer, model.parameters())
     model.train()
-    if target is None and loss in ("cross_entropy", "mse"):
-        def first():
-            with torch.no_grad():
-                out = model(*inputs)
-            if isinstance(out, (tuple, list)):
-                out = out[0]
-            elif isinstance(out, dict):
-                out = out.get("logits", out.get("out", next(iter(out.values()))))
-            return make_target(loss, out)
-        target = _run_checked("the model", first)
+    user_target = target
+    if target is None:
+        target = _target(model, inputs, loss)
     _run_checked("the warm-up step", lambda: train_step(model, inputs, target, loss, opt, grads))
     device = inputs[0].device if inputs else next(model.parameters()).device
-    markers = device.type == "cpu"
+    rec = _record(model, inputs, target, loss, opt, grads, device.type == "cpu")
+    import gc
+    gc.collect()
+    if measure:
+        _measure(rec, model, inputs, target, loss, opt, grads, device, repeats)
+    batch = _per_sample(rec, model, inputs, loss, optimizer, grads, user_target)
+    return _net(rec, model, inputs, loss, optimizer, grads, device, measure, name, batch)
+
+
+def _record(model, inputs, target, loss, opt, grads, markers):
+    """One recorded step (the warm-up done): the _Recorder, with each op's
+    workspace when markers (CPU) let the profiler's events be split by op."""
     rec = _Recorder(markers)
     for n, t, kind, comment in resident(model, inputs, target, opt):
         rec.adopt(t, n, kind, comment)
@@ -436,9 +459,51 @@ def export(model, inputs, loss="cross_entropy", optimizer="momentum", grads="set
             h.remove()
     import gc
     gc.collect()
-    if measure:
-        _measure(rec, model, inputs, target, loss, opt, grads, device, repeats)
-    return _net(rec, model, inputs, loss, optimizer, grads, device, measure, name)
+    return rec
+
+
+def _per_sample(rec, model, inputs, loss, optimizer, grads, user_target):
+    """Which storages grow with the batch, for memplan capacity: the step is
+    recorded again, on a copy of the model, with every input whose first
+    dimension is the batch N (the first input's) one sample longer, and a
+    storage is per-sample when its bytes grow by exactly (N + 1) / N; the two
+    recordings must create the same storages in the same order.  Marks
+    rec's storages and returns N, or returns None (with the reason in
+    rec.per_sample_why) when the batch cannot be varied."""
+    import copy
+    rec.per_sample_why = None
+    n = inputs[0].shape[0] if inputs and inputs[0].dim() else 0
+    if not n:
+        rec.per_sample_why = "the first input has no batch dimension"
+        return None
+    if user_target is not None:
+        rec.per_sample_why = "the target was given, so it cannot be made one sample longer"
+        return None
+
+    def longer(x):
+        if x.dim() == 0 or x.shape[0] != n:
+            return x
+        shape = (n + 1,) + tuple(x.shape[1:])
+        if x.is_floating_point():
+            return torch.randn(shape, device=x.device, dtype=x.dtype)
+        return torch.randint(0, int(x.max()) + 1, shape, device=x.device, dtype=x.dtype)
+    try:
+        m2 = copy.deepcopy(model)
+        in2 = [longer(x) for x in inputs]
+        opt2 = make_optimizer(optimizer, m2.parameters())
+        target2 = _target(m2, in2, loss)
+        _run_checked("the warm-up step at batch %d" % (n + 1), lambda: train_step(m2, in2, target2, loss, opt2, grads))
+        rec2 = _record(m2, in2, target2, loss, opt2, grads, False)
+    except ExportError as e:
+        rec.per_sample_why = str(e)
+        return None
+    if len(rec2.storages) != len(rec.storages):
+        rec.per_sample_why = "the step at batch %d creates %d storages, at batch %d %d" % (
+            n, len(rec.storages), n + 1, len(rec2.storages))
+        return None
+    for a, b in zip(rec.storages, rec2.storages):
+        a.per_sample = a.nbytes > 0 and a.nbytes * (n + 1) == b.nbytes * n
+    return n
 
 
 def _workspace(rec, events):
@@ -487,7 +552,7 @@ def _measure(rec, model, inputs, target, loss, opt, grads, device, repeats):
         op.ms = statistics.median(r[op.call][1] for r in runs)
 
 
-def _net(rec, model, inputs, loss, optimizer, grads, device, measure, name):
+def _net(rec, model, inputs, loss, optimizer, grads, device, measure, name, batch=None):
     """The memplan-net/1 dict of a recorded step."""
     ops = rec.ops
     # a storage dies after the op during or after which PyTorch freed it:
@@ -525,6 +590,8 @@ def _net(rec, model, inputs, loss, optimizer, grads, device, measure, name):
         if kind == "parameter_gradient" and s.producer < 0:
             comment = "kept across steps (\"grads\": \"keep\")"
         t = {"name": n, "kind": kind, "bytes": s.nbytes}
+        if batch and s.per_sample:
+            t["per_sample"] = True
         if comment:
             t["comment"] = comment
         tensors.append(t)
@@ -544,6 +611,8 @@ def _net(rec, model, inputs, loss, optimizer, grads, device, measure, name):
            "name": name or type(model).__name__,
            "description": "one training step recorded by memplan_torch from PyTorch %s on %s" %
                           (torch.__version__, device.type)}
+    if batch:
+        net["batch"] = batch
     net["grads"] = grads
     net["framework"] = "pytorch"
     if measure:
@@ -554,6 +623,8 @@ def _net(rec, model, inputs, loss, optimizer, grads, device, measure, name):
                         "optimizer": optimizer, "grads": grads, "aten_calls": rec.n_calls,
                         "unfreed": sum(1 for s in rec.storages if s.producer >= 0 and s.alive),
                         "order_pinned": rec.n_pinned, "order_free": rec.n_unpinned}
+    if not batch:
+        net["generator"]["no_batch"] = rec.per_sample_why
     net["tensors"] = tensors
     net["ops"] = out_ops
     return net

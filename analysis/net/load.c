@@ -372,7 +372,7 @@ static int keyword(json_t *root, const char *key, const char *what, int (*parse)
 struct mp_net *net_load_json(json_t *root, struct mp_error *err)
 {
 	static const char *const keys[] = { "format", "name", "dtype", "precision", "optimizer", "grads", "framework", "device",
-		"layers", "ops", "tensors", "time_source", "description", "generator", NULL };
+		"batch", "layers", "ops", "tensors", "time_source", "description", "generator", NULL };
 	struct loader L = { 0 };
 	struct mp_net *net;
 	const char *s;
@@ -457,6 +457,13 @@ struct mp_net *net_load_json(json_t *root, struct mp_error *err)
 			goto fail;
 		}
 		net->has_device = true;
+	}
+	if ((v = json_object_get(root, "batch"))) {
+		int64_t b;
+
+		if (jget_int(v, "batch", 1, UINT32_MAX, &b, err) < 0)
+			goto fail;
+		net->batch = (uint32_t)b;
 	}
 	if ((v = json_object_get(root, "layers")) && parse_layers(&L, v) < 0)
 		goto fail;

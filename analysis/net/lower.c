@@ -259,11 +259,19 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 	struct idlist in = { 0 }, out = { 0 };
 	int rc = -1;
 
-	/* the net's batch: the first data layer's; layers with a shape whose
-	 * first dimension is that batch hold per-sample tensors */
-	for (uint32_t k = 0; k < n && !net->batch; k++)
-		if (L->ls[k].type == MP_L_DATA && L->ls[k].has_shape)
+	/* the net's batch: the file's "batch", else the first data layer's;
+	 * layers with a shape whose first dimension is that batch hold
+	 * per-sample tensors */
+	for (uint32_t k = 0; k < n; k++)
+		if (L->ls[k].type == MP_L_DATA && L->ls[k].has_shape) {
+			if (net->batch && L->ls[k].batch != net->batch) {
+				mp_error_set(L->err, "batch: %u, but data layer '%s' has a batch of %u",
+					     net->batch, L->ls[k].name, L->ls[k].batch);
+				goto out;
+			}
 			net->batch = L->ls[k].batch;
+			break;
+		}
 	for (uint32_t k = 0; k < n; k++)
 		L->ls[k].per_sample = net->batch && L->ls[k].has_shape && L->ls[k].batch == net->batch;
 	/* needs_grad in topological order: params, or an input that needs it */

@@ -27,7 +27,7 @@ static int parse_kind(struct loader *L, json_t *v, const char *path, enum mp_ten
 
 int parse_tensors(struct loader *L, json_t *arr)
 {
-	static const char *const keys[] = { "name", "kind", "shape", "bytes", "dtype", "comment", NULL };
+	static const char *const keys[] = { "name", "kind", "shape", "bytes", "dtype", "per_sample", "comment", NULL };
 	char path[64], p[256];
 	size_t i;
 	json_t *obj;
@@ -40,6 +40,8 @@ int parse_tensors(struct loader *L, json_t *arr)
 		enum mp_dtype dt = L->net->dtype;
 		enum mp_tensor_kind kind = MP_TK_ACTIVATION;
 		uint64_t bytes, elems;
+		int per_sample = 0;
+		int32_t id;
 		const char *name;
 		json_t *v;
 
@@ -65,10 +67,26 @@ int parse_tensors(struct loader *L, json_t *arr)
 		if (parse_size_pair(L, obj, path, dt, &bytes, &elems, NULL, NULL) < 0 ||
 		    count_bytes(L, bytes, json_object_get(obj, "shape") ? "shape" : "bytes", path) < 0)
 			return -1;
-		if (add_tensor_dt(L, mp_arena_strdup(&L->net->arena, name), bytes, kind, -1, dt) < 0) {
+		if ((v = json_object_get(obj, "per_sample"))) {
+			const char *q = jget_path(p, sizeof(p), path, "per_sample");
+
+			if (jget_bool(v, q, &per_sample, L->err) < 0)
+				return -1;
+			if (per_sample && !L->net->batch) {
+				mp_error_set(L->err, "%s: the net has no batch (give a top-level \"batch\")", q);
+				return -1;
+			}
+			if (per_sample && bytes % L->net->batch) {
+				mp_error_set(L->err, "%s: %llu bytes is no multiple of the batch %u", q,
+					     (unsigned long long)bytes, L->net->batch);
+				return -1;
+			}
+		}
+		if ((id = add_tensor_dt(L, mp_arena_strdup(&L->net->arena, name), bytes, kind, -1, dt)) < 0) {
 			mp_error_set(L->err, "%s.name: duplicate tensor name '%s'", path, name);
 			return -1;
 		}
+		L->net->tensors[id].per_sample = per_sample;
 	}
 	return 0;
 }

@@ -50,7 +50,7 @@ bad json-bom 'line 1, column 1: invalid JSON: the file starts with a byte order 
 # ---- top level ------------------------------------------------------------
 bad top-array '(top level): expected an object, got an array'
 bad top-string 'line 1, column 15: invalid JSON: '\''['\'' or '\''{'\'' expected near '\''"memplan-net/1"'\'''
-bad top-unknown-key 'layerz: unknown key (expected one of: format, name, dtype, precision, optimizer, grads, framework, device, layers, ops, tensors, time_source, description, generator)'
+bad top-unknown-key 'layerz: unknown key (expected one of: format, name, dtype, precision, optimizer, grads, framework, device, batch, layers, ops, tensors, time_source, description, generator)'
 bad format-missing 'format: missing (expected "memplan-net/1")'
 # Found: the message did not say what the file gave (a newer version? a typo?).
 bad format-wrong-version 'format: expected "memplan-net/1", got "memplan-net/2"'
@@ -278,7 +278,12 @@ bad tensor-missing-size 'tensors[0]: missing "shape" (or "bytes")'
 bad tensor-duplicate "tensors[2].name: duplicate tensor name 'y'"
 bad tensor-duplicate-lowered "tensors[0].name: duplicate tensor name 'fc1.out'"
 bad tensor-unknown-kind "tensors[0].kind: unknown tensor kind 'weights' (input, activation, gradient, parameter, parameter_gradient, optimizer_state, workspace)"
-bad tensor-unknown-key 'tensors[0].size: unknown key (expected one of: name, kind, shape, bytes, dtype, comment)'
+bad tensor-per-sample-no-batch 'tensors[0].per_sample: the net has no batch (give a top-level "batch")'
+bad tensor-per-sample-odd 'tensors[0].per_sample: 64 bytes is no multiple of the batch 3'
+bad tensor-per-sample-string 'tensors[0].per_sample: expected true or false, got a string'
+bad batch-zero 'batch: 0 is out of range [1, 4294967295]'
+bad batch-data-mismatch "batch: 16, but data layer 'data' has a batch of 8"
+bad tensor-unknown-key 'tensors[0].size: unknown key (expected one of: name, kind, shape, bytes, dtype, per_sample, comment)'
 bad ops-object 'ops: expected an array, got an object'
 bad op-missing-name 'ops[0]: missing "name"'
 bad op-missing-outputs 'ops[0]: missing "outputs"'

@@ -12,6 +12,12 @@ expect_run "mlp baseline by hand" 0 --stdout-grep "^baseline +716 " -- \
 expect_run "mlp liveness by hand" 0 --stdout-grep "^liveness +960 " -- \
 	memplan capacity tests/data/mlp.json --gpu 4M --reserve 0
 # the same with the default 512 MiB reserve on a 516 MiB GPU
+# explicit tensors with a top-level batch: x and y (per_sample) grow with
+# it, w and z do not: 1000 + 16 b + 16 b + 64 B, 2 ms at batch 4
+expect_run "per-sample tensors by hand: 1384 B holds batch 10" 0 --stdout-grep "^liveness +10 +5.000 " -- \
+	memplan capacity tests/data/per-sample.json --gpu 1384 --reserve 0 --planner none
+expect_run "per-sample tensors by hand: 1383 B holds batch 9" 0 --stdout-grep "^liveness +9 +4.500 " -- \
+	memplan capacity tests/data/per-sample.json --gpu 1383 --reserve 0 --planner none
 expect_run "reserve" 0 --stdout-grep "^liveness +960 " -- \
 	memplan capacity tests/data/mlp.json --gpu 516M
 expect_run "json" 0 --stdout-grep '"name": "liveness",' -- \

@@ -57,6 +57,18 @@ expect_run "keep: the key" 0 --stdout-grep '^ "grads": "keep",' -- cat "$TMP/kee
 expect_run "keep: resident gradients" 0 --stdout-grep '"0.weight.grad", "kind": "parameter_gradient"' -- cat "$TMP/keep.json"
 expect_run "measure on the CPU" 0 -- $EXP tests.data.torch_models:tiny --input 4,16 --measure --repeats 3 -o "$TMP/m.json"
 expect_run "measured times" 0 --stdout-grep 'measured:cpu \(host clock\)' -- memplan check "$TMP/m.json"
+# per-sample tensors (memplan capacity): the batch-4 export, scaled to 6,
+# needs exactly what the batch-6 export does
+expect_run "export tiny at batch 6" 0 -- $EXP tests.data.torch_models:tiny --input 6,16 -o "$TMP/tiny6.json"
+expect_run "the batch" 0 --stdout-grep '^ "batch": 4,' -- cat "$TMP/tiny-momentum.json"
+expect_run "the input is per-sample" 0 --stdout-grep '"name": "input", "kind": "input", "bytes": 256, "per_sample": true' -- \
+	cat "$TMP/tiny-momentum.json"
+expect_run "weights are not" 1 -- grep -q '"0.weight", .*per_sample' "$TMP/tiny-momentum.json"
+p6=$(memplan analyze "$TMP/tiny6.json" --strategy liveness --format json | sed -n 's/.*"peak_bytes": \([0-9]*\).*/\1/p' | head -n 1)
+expect_run "capacity: batch 6 in the batch-6 export's peak" 0 --stdout-grep '^liveness  *6 ' -- \
+	memplan capacity "$TMP/tiny-momentum.json" --gpu "$p6" --reserve 0 --planner none
+expect_run "capacity: batch 5 in a byte less" 0 --stdout-grep '^liveness  *5 ' -- \
+	memplan capacity "$TMP/tiny-momentum.json" --gpu "$((p6 - 1))" --reserve 0 --planner none
 expect_run "meta device" 0 -- $EXP tests.data.torch_models:tiny --input 4,16 --device meta -o "$TMP/meta.json"
 expect_run "meta: check" 0 -- memplan check "$TMP/meta.json"
 
