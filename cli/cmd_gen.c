@@ -189,6 +189,19 @@ static int set_lora(const char *name, const char *arg, void *dst)
 	return 0;
 }
 
+/* The frozen projections' weights in 4 bits (QLoRA). */
+static int set_quant(const char *name, const char *arg, void *dst)
+{
+	struct gen_args *g = dst;
+
+	if ((g->zo.quant = mp_quant_parse(arg)) < 0) {
+		cli_error(EXIT_BAD_INPUT, "gen: %s: expected none, nf4 or nf4-dq, got '%s'", name, arg);
+		return -1;
+	}
+	g->given |= ZOO_OPT_LLAMA;
+	return 0;
+}
+
 static int set_optimizer(const char *name, const char *arg, void *dst)
 {
 	int k = mp_optimizer_parse(arg);
@@ -279,7 +292,7 @@ static void models_help(void)
 int cmd_gen(int argc, char **argv)
 {
 	static const char *const opt_flag[ZOO_N_OPTS] = { "--depth", "--image", "--seq", "--hidden", "--heads",
-		"--kv-heads", "--ffn", "--vocab", "--tied, --attn or --lora" };
+		"--kv-heads", "--ffn", "--vocab", "--tied, --attn, --lora or --quant" };
 	struct gen_args g;
 	const char *out_path = NULL, *model;
 	int tied = 0;
@@ -295,7 +308,8 @@ int cmd_gen(int argc, char **argv)
 		OPT_CALL("vocab", 0, "N", 0, &g, set_count),
 		OPT_FLAG("tied", CLI_NEWLINE, &tied),
 		OPT_CALL("attn", 0, "flash|sdpa|eager", 0, &g, set_attn),
-		OPT_CALL("lora", 0, "R[,TARGETS]", CLI_NEWLINE, &g, set_lora),
+		OPT_CALL("lora", 0, "R[,TARGETS]", 0, &g, set_lora),
+		OPT_CALL("quant", 0, "nf4|nf4-dq", CLI_NEWLINE, &g, set_quant),
 		OPT_CALL("dtype", 0, "float32|float16|bfloat16", 0, &g.zo.dtype, set_dtype),
 		OPT_CALL("optimizer", 0, "sgd|momentum|adam|adamw|none", CLI_NEWLINE, &g, set_optimizer),
 		OPT_CALL("precision", 0, "POLICY[,KIND=DTYPE]", 0, &g, set_precision),

@@ -484,6 +484,8 @@ static const char *kop_decide(const struct mp_net *net, int32_t o, struct mp_kop
 	k->type = by_layer[ly->type].kop;
 	if (k->type == KOP_TIMED)
 		return by_layer[ly->type].why;
+	if (ly->quant)
+		return "a 4-bit weight (\"quant\"), which no kernel dequantizes";
 	if (ly->dtype != MP_DT_FLOAT32 && ly->dtype != MP_DT_FLOAT16 && ly->dtype != MP_DT_BFLOAT16)
 		return "dtype other than float32, float16 or bfloat16";
 	if (ly->n_inputs > KOP_MAX_IN)

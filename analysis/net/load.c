@@ -67,6 +67,7 @@ int32_t add_tensor_dt(struct loader *L, const char *name, uint64_t bytes,
 	t->layer = layer;
 	t->dtype = dt;
 	t->per_sample = false;
+	t->qelems = 0;
 	if (L->maps_live && mp_strmap_put(&L->tensor_names, name, id) >= 0) {
 		net->n_tensors--;
 		return -1;

@@ -41,6 +41,8 @@ struct lspec {
 	uint64_t *param_elems;   /* [n_params] elements (bytes / the dtype's size without a shape) */
 	enum mp_dtype pdtype;    /* of the parameters: the layer's "dtype", else the precision's */
 	bool frozen;             /* parameters without gradients or optimizer state */
+	uint8_t quant;           /* enum mp_quant of parameter 0 (frozen fc only) */
+	uint64_t dq_bytes;       /* its dequantized copy: each fwd and bwd op's workspace */
 	uint64_t probs_bytes;    /* eager attention: the softmax probabilities it saves */
 	double ms[3];            /* fwd, bwd, update; <0: not given */
 	uint64_t ws_bytes;

@@ -316,6 +316,7 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 		ly->n_inputs = s->n_inputs;
 		ly->inputs = s->inputs;
 		ly->inplace = s->inplace;
+		ly->quant = s->quant;
 		ly->fwd_op = ly->bwd_op = ly->upd_op = -1;
 		ly->pool_mode = s->type == MP_L_POOL && !s->pool_max;
 		ly->dtype = s->dtype;
@@ -338,6 +339,8 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 			pid[k] = add_tensor(L, fmt_name(net, nm, suf), s->param_bytes[k], MP_TK_PARAM, (int32_t)i);
 			if (pid[k] < 0)
 				goto dup_tensor;
+			if (k == 0 && s->quant)
+				net->tensors[pid[k]].qelems = s->param_elems[0];
 		}
 		if (s->needs_grad && (s->saves & SAVE_MASK)) {
 			uint64_t mb = s->elems; /* one byte per element */
@@ -396,11 +399,12 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 		op->in = idl_commit(net, &in, &op->n_in);
 		op->out = idl_commit(net, &out, &op->n_out);
 		op->batch = s->batch;
-		if (s->ws_bytes || lspec_algo_ws(s)) {
-			op->ws = add_tensor(L, fmt_name(net, nm, ".fwd.ws"), s->ws_bytes, MP_TK_WORKSPACE, (int32_t)i);
+		if (s->ws_bytes || s->dq_bytes || lspec_algo_ws(s)) {
+			/* (a quantized weight's dequantized copy is not per-sample) */
+			op->ws = add_tensor(L, fmt_name(net, nm, ".fwd.ws"), s->ws_bytes + s->dq_bytes, MP_TK_WORKSPACE, (int32_t)i);
 			if (op->ws < 0)
 				goto dup_tensor;
-			net->tensors[op->ws].per_sample = s->per_sample;
+			net->tensors[op->ws].per_sample = s->per_sample && !s->dq_bytes;
 		}
 		for (uint32_t k = 0; k < s->n_algos; k++)
 			if (s->algos[k].ms[0] >= 0)
@@ -513,11 +517,12 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 			op->in = idl_commit(net, &in, &op->n_in);
 			op->out = idl_commit(net, &out, &op->n_out);
 			op->batch = s->batch;
-			if (s->ws_bytes || lspec_algo_ws(s)) {
-				op->ws = add_tensor(L, fmt_name(net, nm, ".bwd.ws"), s->ws_bytes, MP_TK_WORKSPACE, (int32_t)i);
+			if (s->ws_bytes || s->dq_bytes || lspec_algo_ws(s)) {
+				/* (a quantized weight's dequantized copy is not per-sample) */
+				op->ws = add_tensor(L, fmt_name(net, nm, ".bwd.ws"), s->ws_bytes + s->dq_bytes, MP_TK_WORKSPACE, (int32_t)i);
 				if (op->ws < 0)
 					goto dup_tensor;
-				net->tensors[op->ws].per_sample = s->per_sample;
+				net->tensors[op->ws].per_sample = s->per_sample && !s->dq_bytes;
 			}
 			for (uint32_t k = 0; k < s->n_algos; k++)
 				if (s->algos[k].ms[1] >= 0)

@@ -140,6 +140,32 @@ uint64_t mp_state_bytes(uint64_t n, enum mp_dtype dt)
 	return n + 4 * ((n + 2047) / 2048);
 }
 
+static const char *const quant_names[MP_Q__COUNT] = { "none", "nf4", "nf4-dq" };
+
+const char *mp_quant_name(enum mp_quant q)
+{
+	return quant_names[q];
+}
+
+int mp_quant_parse(const char *s)
+{
+	for (int i = 0; i < MP_Q__COUNT; i++)
+		if (!strcmp(s, quant_names[i]))
+			return i;
+	return -1;
+}
+
+uint64_t mp_quant_bytes(uint64_t n, enum mp_quant q)
+{
+	uint64_t blocks = (n + 63) / 64;
+
+	switch (q) {
+	case MP_Q_NF4: return (n + 1) / 2 + 4 * blocks + 64;
+	case MP_Q_NF4_DQ: return (n + 1) / 2 + blocks + 4 * ((blocks + 255) / 256) + 4 + 64;
+	default: return n;
+	}
+}
+
 void net_free(struct mp_net *net)
 {
 	if (!net)
@@ -167,7 +193,8 @@ uint64_t net_param_count(const struct mp_net *net)
 
 	for (uint32_t i = 0; i < net->n_tensors; i++)
 		if (net->tensors[i].kind == MP_TK_PARAM)
-			n += net->tensors[i].bytes / mp_dtype_bytes(net->tensors[i].dtype);
+			n += net->tensors[i].qelems ? net->tensors[i].qelems :
+			     net->tensors[i].bytes / mp_dtype_bytes(net->tensors[i].dtype);
 	return n;
 }
 

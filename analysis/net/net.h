@@ -88,6 +88,19 @@ int mp_precision_preset(const char *name, struct mp_precision *out);
  */
 uint64_t mp_state_bytes(uint64_t n, enum mp_dtype dt);
 
+/*
+ * A frozen fc's 4-bit weight (memplan-net(5), "quant"; QLoRA, bitsandbytes'
+ * Params4bit): NF4 codes, two per byte, in blocks of 64 with a float32
+ * absolute maximum per block, or (nf4-dq, "double quantization") those
+ * maxima themselves in 8 bits per block of 256 with a float32 scale each and
+ * one float32 offset; plus the 16-entry float32 code book every weight
+ * carries.
+ */
+enum mp_quant { MP_Q_NONE, MP_Q_NF4, MP_Q_NF4_DQ, MP_Q__COUNT };
+const char *mp_quant_name(enum mp_quant q);
+int mp_quant_parse(const char *s);                /* -1 when unknown */
+uint64_t mp_quant_bytes(uint64_t n, enum mp_quant q);
+
 struct mp_tensor {
 	const char *name;
 	uint64_t bytes;
@@ -96,6 +109,7 @@ struct mp_tensor {
 	int32_t layer;      /* layer it belongs to, -1 for explicit tensors */
 	enum mp_dtype dtype;
 	bool per_sample;    /* bytes proportional to the batch (memplan capacity) */
+	uint64_t qelems;    /* a quantized weight's elements (net_param_count); else 0 */
 };
 
 /* An alternative implementation of an op (e.g. a cuDNN conv algorithm). */
@@ -159,6 +173,7 @@ struct mp_layer {
 	int32_t fwd_op, bwd_op, upd_op; /* -1 when absent */
 	bool inplace;
 	uint8_t pool_mode;     /* pool: 0 max, 1 avg */
+	uint8_t quant;         /* enum mp_quant of its weight (parameter 0) */
 	enum mp_dtype dtype;   /* of the output and the parameters */
 	struct mp_shape shape; /* the output's */
 	uint32_t n_params;

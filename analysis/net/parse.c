@@ -237,6 +237,33 @@ static int parse_params(struct loader *L, struct lspec *s, struct mp_layer *ly, 
 	return 0;
 }
 
+/* "quant": a frozen fc's weight (parameter 0) in 4 bits; its forward and
+ * backward dequantize it into a workspace of the layer's dtype. */
+static int parse_quant(struct loader *L, struct lspec *s, json_t *v, const char *path)
+{
+	char p[256];
+	const char *name;
+	int q;
+
+	jget_path(p, sizeof(p), path, "quant");
+	if (jget_string(v, p, &name, L->err) < 0)
+		return -1;
+	if ((q = mp_quant_parse(name)) < 0) {
+		mp_error_set(L->err, "%s: unknown quantization '%s' (none, nf4, nf4-dq)", p, name);
+		return -1;
+	}
+	if (q == MP_Q_NONE)
+		return 0;
+	if (s->type != MP_L_FC || !s->frozen) {
+		mp_error_set(L->err, "%s: only a frozen fc layer's weight is quantized (QLoRA)", p);
+		return -1;
+	}
+	s->quant = (uint8_t)q;
+	s->param_bytes[0] = mp_quant_bytes(s->param_elems[0], (enum mp_quant)q);
+	s->dq_bytes = s->param_elems[0] * mp_dtype_bytes(s->dtype);
+	return count_bytes(L, 2 * s->dq_bytes, "quant", path);
+}
+
 static int parse_algos(struct loader *L, struct lspec *s, json_t *v, const char *path)
 {
 	static const char *const keys[] = { "name", "workspace", "time", "batch", NULL };
@@ -457,7 +484,7 @@ int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 {
 	static const char *const keys[] = { "name", "type", "inputs", "shape", "bytes",
 		"dtype", "params", "param_bytes", "time", "workspace", "algos", "saves",
-		"inplace", "mode", "kernel", "stride", "pad", "dilation", "groups", "frozen", "heads", "impl", "comment", NULL };
+		"inplace", "mode", "kernel", "stride", "pad", "dilation", "groups", "frozen", "quant", "heads", "impl", "comment", NULL };
 	struct lspec *s = &L->ls[idx];
 	struct mp_layer *ly = &L->net->layers[idx];
 	char path[64], p[256], q[300];
@@ -637,6 +664,8 @@ int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 			return -1;
 		}
 	}
+	if ((v = json_object_get(obj, "quant")) && parse_quant(L, s, v, path) < 0)
+		return -1;
 	s->saves = default_saves(s, &ly->shape, L->net->framework);
 	if ((v = json_object_get(obj, "saves")) &&
 	    parse_saves(L, s, v, jget_path(p, sizeof(p), path, "saves")) < 0)

@@ -642,6 +642,17 @@ void freeze_last(struct zb *b)
 	json_object_del(json_object_get(l, "time"), "update");
 }
 
+void quantize_last(struct zb *b, enum mp_quant q, uint64_t n)
+{
+	json_t *l = json_array_get(b->layers, json_array_size(b->layers) - 1), *t = json_object_get(l, "time");
+	/* a memory-bound kernel: reads the codes and constants, writes n elements */
+	double ms = roof_ms(b, 0, (double)mp_quant_bytes(n, q) + (double)n * b->esz, b->tflops);
+
+	json_object_set_new(l, "quant", json_string(mp_quant_name(q)));
+	json_object_set_new(t, "fwd", json_real(json_real_value(json_object_get(t, "fwd")) + ms));
+	json_object_set_new(t, "bwd", json_real(json_real_value(json_object_get(t, "bwd")) + ms));
+}
+
 struct zt softmax(struct zb *b, const struct zt *x, const char *suffix)
 {
 	const struct zt *in[1] = { x };

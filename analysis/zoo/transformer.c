@@ -142,6 +142,7 @@ struct llama_cfg {
 	bool tied, qkv_bias, eager;
 	uint32_t lora_rank;
 	unsigned lora_targets;
+	enum mp_quant quant;     /* of the frozen projections (QLoRA) */
 };
 
 /* y * a constant (LoRA's alpha / r): autograd keeps nothing of a scalar. */
@@ -170,6 +171,8 @@ static struct zt proj(struct zb *b, const struct llama_cfg *c, const struct zt *
 	if (!c->lora_rank)
 		return y;
 	freeze_last(b);
+	if (c->quant)
+		quantize_last(b, c->quant, (uint64_t)x->d[x->nd - 1] * nout);
 	if (!(c->lora_targets & target))
 		return y;
 	save = zb_push(b, "%s", name);
@@ -240,7 +243,7 @@ int zoo_build_llama(struct zb *b, const struct zoo_opts *o)
 	struct llama_cfg c = {
 		o->batch, o->seq, o->depth, o->hidden, o->heads, o->kv_heads, o->ffn, o->vocab,
 		o->tied > 0, o->qkv_bias > 0, o->attn > 0, o->lora_rank,
-		o->lora_targets ? o->lora_targets : ZOO_LORA_QV,
+		o->lora_targets ? o->lora_targets : ZOO_LORA_QV, (enum mp_quant)o->quant,
 	};
 	static const char *const tnames[] = { "q", "k", "v", "o", "gate", "up", "down" };
 	char targets[64] = "";
@@ -258,6 +261,10 @@ int zoo_build_llama(struct zb *b, const struct zoo_opts *o)
 	    check_range(b->model, "vocab", c.vocab, 1, 4194304, b->err) < 0 ||
 	    (c.lora_rank && check_range(b->model, "lora rank", c.lora_rank, 1, c.hidden, b->err) < 0))
 		return -1;
+	if (c.quant && !c.lora_rank) {
+		mp_error_set(b->err, "%s: a 4-bit base (--quant) is frozen: it needs --lora (QLoRA)", b->model);
+		return -1;
+	}
 	if (c.heads % c.kv_heads) {
 		mp_error_set(b->err, "%s: heads %u is not a multiple of kv-heads %u", b->model, c.heads, c.kv_heads);
 		return -1;
@@ -277,14 +284,17 @@ int zoo_build_llama(struct zb *b, const struct zoo_opts *o)
 		json_object_set_new(b->gen, "lora_rank", json_integer(c.lora_rank));
 		json_object_set_new(b->gen, "lora_targets", json_string(targets));
 	}
+	if (c.quant)
+		json_object_set_new(b->gen, "quant", json_string(mp_quant_name(c.quant)));
 	snprintf(b->name, sizeof(b->name), "llama-%ux%u", c.layers, c.hidden);
 	snprintf(b->desc, sizeof(b->desc),
-		 "Llama-family decoder (Hugging Face LlamaForCausalLM), %u layers, hidden %u, %u heads, %u kv-heads, ffn %u, vocab %u%s%s, seq %u, batch %u; attention %s%s%s%s.",
+		 "Llama-family decoder (Hugging Face LlamaForCausalLM), %u layers, hidden %u, %u heads, %u kv-heads, ffn %u, vocab %u%s%s, seq %u, batch %u; attention %s%s%s%s%s%s.",
 		 c.layers, c.hidden, c.heads, c.kv_heads, c.ffn, c.vocab, c.tied ? ", tied head" : "",
 		 c.qkv_bias ? ", q/k/v biases" : "", c.seq, c.batch,
 		 c.eager ? "eager (probabilities saved)" : "as one fused (flash) kernel",
 		 c.lora_rank ? "; LoRA on " : "", c.lora_rank ? targets : "",
-		 c.lora_rank ? ", the rest frozen" : "");
+		 c.lora_rank ? ", the rest frozen" : "", c.quant ? ", its projections in 4 bits, " : "",
+		 c.quant ? mp_quant_name(c.quant) : "");
 	return 0;
 }
 

@@ -207,7 +207,7 @@ int check_range(const char *model, const char *what, uint32_t v, uint32_t lo, ui
 }
 
 static const char *const opt_names[ZOO_N_OPTS] = {
-	"depth", "image", "seq", "hidden", "heads", "kv-heads", "ffn", "vocab", "tied, attn or lora",
+	"depth", "image", "seq", "hidden", "heads", "kv-heads", "ffn", "vocab", "tied, attn, lora or quant",
 };
 
 /* Refuse what the caller gave (given) that the model does not take or that
@@ -225,7 +225,7 @@ static int check_given(const char *model, const struct zoo_model *zm, const stru
 	passed |= given->kv_heads ? ZOO_OPT_KV_HEADS : 0;
 	passed |= given->ffn ? ZOO_OPT_FFN : 0;
 	passed |= given->vocab ? ZOO_OPT_VOCAB : 0;
-	passed |= given->tied >= 0 || given->attn >= 0 || given->lora_rank ? ZOO_OPT_LLAMA : 0;
+	passed |= given->tied >= 0 || given->attn >= 0 || given->lora_rank || given->quant ? ZOO_OPT_LLAMA : 0;
 	for (unsigned i = 0; i < ZOO_N_OPTS; i++) {
 		unsigned bit = 1u << i;
 
@@ -447,6 +447,11 @@ static int read_generator(json_t *gen, const char **model, struct zoo_opts *o, s
 				return -1;
 			}
 			o->attn = !strcmp(json_string_value(v), "eager");
+		} else if (!strcmp(key, "quant")) {
+			if (!json_is_string(v) || (o->quant = mp_quant_parse(json_string_value(v))) < 0) {
+				mp_error_set(err, "generator.quant: expected \"none\", \"nf4\" or \"nf4-dq\"");
+				return -1;
+			}
 		} else if (!strcmp(key, "lora_targets")) {
 			if (!json_is_string(v) || !(o->lora_targets = zoo_lora_targets(json_string_value(v)))) {
 				mp_error_set(err, "generator.lora_targets: expected a list of q, k, v, o, gate, up, down");

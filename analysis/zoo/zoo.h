@@ -68,6 +68,7 @@ struct zoo_opts {
 	int attn;                /* llama: 0 flash (sdpa), 1 eager; -1: flash */
 	uint32_t lora_rank;      /* llama: LoRA adapters of this rank; 0: full fine-tuning */
 	unsigned lora_targets;   /* ZOO_LORA_*; 0: q and v */
+	int quant;               /* llama: enum mp_quant of the frozen projections (QLoRA); 0: none */
 	int dtype;               /* enum mp_dtype; -1: float32 */
 	int optimizer;           /* enum mp_optimizer; -1: the model's default */
 	int grads_keep;          /* "grads": 1 keep, 0 set_to_none; -1: not written */

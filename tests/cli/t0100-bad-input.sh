@@ -96,7 +96,9 @@ bad layer-name-duplicate "layers[2].name: duplicate layer name 'fc1' (first at l
 bad layer-type-missing 'layers[1]: missing "type"'
 bad layer-type-number 'layers[1].type: expected a string, got an integer'
 bad layer-type-unknown "layers[1].type: unknown layer type 'convolution' (data, conv, fc, relu, sigmoid, tanh, elu, gelu, silu, pool, lrn, bn, layernorm, dropout, softmax, loss, add, concat, embedding, attention, reshape, custom)"
-bad layer-unknown-key 'layers[2].inptus: unknown key (expected one of: name, type, inputs, shape, bytes, dtype, params, param_bytes, time, workspace, algos, saves, inplace, mode, kernel, stride, pad, dilation, groups, frozen, heads, impl, comment)'
+bad quant-not-frozen "layers[1].quant: only a frozen fc layer's weight is quantized (QLoRA)"
+bad quant-unknown "layers[1].quant: unknown quantization 'int4' (none, nf4, nf4-dq)"
+bad layer-unknown-key 'layers[2].inptus: unknown key (expected one of: name, type, inputs, shape, bytes, dtype, params, param_bytes, time, workspace, algos, saves, inplace, mode, kernel, stride, pad, dilation, groups, frozen, quant, heads, impl, comment)'
 bad layer-dtype-number 'layers[2].dtype: expected a string, got an integer'
 bad layer-dtype-unknown "layers[2].dtype: unknown dtype 'float33' (float32, float16, bfloat16, float64, float8, int8, uint8, int32, int64, bool)"
 # Found: every other type error says what it got; this one did not.

@@ -166,13 +166,13 @@ static void push(struct mp_plan *p, enum mp_act_kind k, int32_t t, uint64_t byte
 static void test_arena_by_hand(void)
 {
 	struct mp_tensor ts[7] = {
-		{ "A", 1000, MP_TK_ACTIVATION, 0, -1, MP_DT_FLOAT32, false },
-		{ "B", 600, MP_TK_ACTIVATION, 0, -1, MP_DT_FLOAT32, false },
-		{ "C", 500, MP_TK_ACTIVATION, 0, -1, MP_DT_FLOAT32, false },
-		{ "D", 300, MP_TK_ACTIVATION, 0, -1, MP_DT_FLOAT32, false },
-		{ "E", 256, MP_TK_ACTIVATION, 0, -1, MP_DT_FLOAT32, false },
-		{ "F", 256, MP_TK_ACTIVATION, 0, -1, MP_DT_FLOAT32, false },
-		{ "G", 256, MP_TK_ACTIVATION, 0, -1, MP_DT_FLOAT32, false },
+		{ "A", 1000, MP_TK_ACTIVATION, 0, -1, MP_DT_FLOAT32, false, 0 },
+		{ "B", 600, MP_TK_ACTIVATION, 0, -1, MP_DT_FLOAT32, false, 0 },
+		{ "C", 500, MP_TK_ACTIVATION, 0, -1, MP_DT_FLOAT32, false, 0 },
+		{ "D", 300, MP_TK_ACTIVATION, 0, -1, MP_DT_FLOAT32, false, 0 },
+		{ "E", 256, MP_TK_ACTIVATION, 0, -1, MP_DT_FLOAT32, false, 0 },
+		{ "F", 256, MP_TK_ACTIVATION, 0, -1, MP_DT_FLOAT32, false, 0 },
+		{ "G", 256, MP_TK_ACTIVATION, 0, -1, MP_DT_FLOAT32, false, 0 },
 	};
 	struct mp_net net = { .name = "hand", .n_tensors = 7, .tensors = ts };
 	struct mp_plan p;

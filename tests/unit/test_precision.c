@@ -168,9 +168,69 @@ static void test_frozen(void)
 	net_free(net);
 }
 
+/*
+ * QLoRA's 4-bit base ("quant"): a frozen fc whose [128, 256] weight (32768
+ * elements, 512 blocks of 64) is NF4: 16384 bytes of codes, a float32
+ * maximum per block (2048) and the 16-entry code book (64): 18496; with
+ * double quantization the maxima take a byte each (512), a float32 per 256
+ * of them (8) and an offset (4): 16972.  Forward and backward (which
+ * computes fc0's output gradient) dequantize it into float32 workspace
+ * (131072 bytes), which is not per-sample.
+ */
+static void test_quant(void)
+{
+	static const char *const q[] = { "nf4", "nf4-dq" };
+	static const uint64_t wbytes[] = { 18496, 16972 };
+
+	CHECK_U64(mp_quant_bytes(32768, MP_Q_NF4), 18496);
+	CHECK_U64(mp_quant_bytes(32768, MP_Q_NF4_DQ), 16972);
+	/* a partial block, an odd count: 65 elements, two blocks */
+	CHECK_U64(mp_quant_bytes(65, MP_Q_NF4), 33 + 8 + 64);
+	CHECK_U64(mp_quant_bytes(65, MP_Q_NF4_DQ), 33 + 2 + 4 + 4 + 64);
+	for (int i = 0; i < 2; i++) {
+		char text[1024];
+		struct mp_error err = { "" };
+		json_t *root;
+		struct mp_net *net;
+		int32_t w, op;
+
+		snprintf(text, sizeof(text),
+			 "{\"format\": \"memplan-net/1\", \"name\": \"q\", \"optimizer\": \"adam\", \"batch\": 4,"
+			 " \"layers\": [{\"name\": \"x\", \"type\": \"data\", \"shape\": [4, 256]},"
+			 "  {\"name\": \"fc0\", \"type\": \"fc\", \"inputs\": [\"x\"], \"shape\": [4, 256], \"params\": [[256, 256]]},"
+			 "  {\"name\": \"fc\", \"type\": \"fc\", \"inputs\": [\"fc0\"], \"shape\": [4, 128],"
+			 "   \"params\": [[128, 256], [128]], \"frozen\": true, \"quant\": \"%s\"},"
+			 "  {\"name\": \"head\", \"type\": \"fc\", \"inputs\": [\"fc\"], \"shape\": [4, 8], \"params\": [[8, 128]]},"
+			 "  {\"name\": \"loss\", \"type\": \"loss\", \"inputs\": [\"head\"], \"shape\": [4]}]}", q[i]);
+		root = json_loads(text, 0, NULL);
+		net = root ? net_load_json(root, &err) : NULL;
+		json_decref(root);
+		CHECK(net != NULL);
+		if (!net) {
+			fprintf(stderr, "quant %s: %s\n", q[i], err.msg);
+			continue;
+		}
+		w = net_find_tensor(net, "fc.param0");
+		CHECK(w >= 0);
+		if (w >= 0)
+			CHECK_U64(net->tensors[w].bytes, wbytes[i]);
+		CHECK_U64(tensor_bytes(net, "fc.param1"), 128 * 4); /* the bias stays float32 */
+		CHECK_U64(net_param_count(net), 65536 + 32768 + 128 + 8 * 128);
+		CHECK(net_find_tensor(net, "fc.param0.grad") < 0);
+		CHECK_U64(tensor_bytes(net, "fc.fwd.ws"), 32768 * 4);
+		CHECK_U64(tensor_bytes(net, "fc.bwd.ws"), 32768 * 4);
+		op = net_find_tensor(net, "fc.fwd.ws");
+		CHECK(op >= 0 && !net->tensors[op].per_sample);
+		op = net_find_op(net, "fc.fwd");
+		CHECK(op >= 0 && net->ops[op].ws == net_find_tensor(net, "fc.fwd.ws"));
+		net_free(net);
+	}
+}
+
 int main(void)
 {
 	test_policies();
 	test_frozen();
+	test_quant();
 	return unit_report("test_precision");
 }
