@@ -1,11 +1,13 @@
 #!/bin/sh
-# LLM fine-tuning capacity: for each gen llama preset, full fine-tuning and
-# LoRA (r 16 on q and v), bf16-mixed with AdamW, batch 1, on a 24, 40, 80 and
+# LLM fine-tuning capacity: for each gen llama preset, full fine-tuning,
+# LoRA (r 16 on q and v) and QLoRA (the same over a 4-bit nf4 base; MODES
+# picks, default all three), bf16-mixed with AdamW, batch 1, on a 24, 40, 80 and
 # 141 GB GPU, the most tokens per step (memplan capacity --vary tokens) under
 # liveness and recomputation and under every planner, and the best planner's
 # throughput against liveness's (the price of its memory saving; roofline
 # times for each GPU).  Writes a markdown table on stdout.
-# Usage: sh bench/llm.sh [PRESET...]   (make memplan first; minutes)
+# Usage: [MODES="full lora qlora"] sh bench/llm.sh [PRESET...]
+#        (make memplan first; minutes)
 cd "$(dirname "$0")/.." || exit 2
 M=${MEMPLAN:-./memplan}
 T=$(mktemp -d) || exit 2
@@ -15,8 +17,13 @@ gpus=rtx-4090,a100-40g,h100-sxm,h200
 echo "| preset | training | GPU | liveness | recompute | checkpoint-blocks | best planner | its tokens/s vs liveness |"
 echo "|---|---|---|---:|---:|---:|---|---:|"
 for p in "$@"; do
-	for mode in full lora; do
-		lora=; [ $mode = lora ] && lora="--lora 16"
+	for mode in ${MODES:-full lora qlora}; do
+		case $mode in
+		full) lora= ;;
+		lora) lora="--lora 16" ;;
+		qlora) lora="--lora 16 --quant nf4" ;;
+		*) echo "llm.sh: unknown mode '$mode' (full, lora, qlora)" >&2; exit 2 ;;
+		esac
 		$M gen "$p" --seq 1024 --batch 1 --precision bf16-mixed --optimizer adamw $lora -o "$T/n.json" || exit 1
 		$M capacity "$T/n.json" --vary tokens --gpu $gpus --format json >"$T/c.json" || exit 1
 		/usr/bin/python3 - "$p" "$mode" "$T/c.json" <<'PY'

@@ -24,6 +24,7 @@ workspace.
 """
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -44,6 +45,7 @@ except ImportError as e:  # the command says so; importers get the error
 PROG = "memplan_torch"
 OPTIMIZERS = ("sgd", "momentum", "adam", "adamw")
 GRADS = ("keep", "set_to_none")
+AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16} if torch is not None else {}
 LOSSES = ("cross_entropy", "mse", "sum", "output")
 MARK_BYTES = 9973   # a marker allocation's size: no real storage has it
 PHASES = ("forward", "backward", "optimizer")
@@ -284,17 +286,28 @@ def _loss(loss, out, target):
     return out.reshape(())
 
 
-def train_step(model, inputs, target, loss, opt, grads, phase=None):
-    """One step as a user's loop writes it; phase(name) marks where each begins."""
+def _autocast(inputs, autocast):
+    """torch.autocast for the step's forward and loss, or nothing."""
+    if not autocast:
+        return contextlib.nullcontext()
+    device = inputs[0].device.type if inputs else "cpu"
+    return torch.autocast(device, dtype=AUTOCAST[autocast])
+
+
+def train_step(model, inputs, target, loss, opt, grads, phase=None, autocast=None):
+    """One step as a user's loop writes it; phase(name) marks where each
+    begins.  autocast (bf16, fp16): the forward and the loss under
+    torch.autocast, as torch.cuda.amp's recipe runs them."""
     if phase:
         phase("forward")
-    out = model(*inputs)
-    if isinstance(out, (tuple, list)):
-        out = out[0]
-    elif isinstance(out, dict):
-        out = out.get("logits", out.get("out", next(iter(out.values()))))
-    value = _loss(loss, out, target)
-    del out
+    with _autocast(inputs, autocast):
+        out = model(*inputs)
+        if isinstance(out, (tuple, list)):
+            out = out[0]
+        elif isinstance(out, dict):
+            out = out.get("logits", out.get("out", next(iter(out.values()))))
+        value = _loss(loss, out, target)
+        del out
     if phase:
         phase("backward")
     value.backward()
@@ -345,13 +358,13 @@ def _memory_events(prof):
 
 
 def measure_peak(model, inputs, target, loss="cross_entropy", optimizer="momentum", grads="set_to_none",
-                 opt=None):
+                 opt=None, autocast=None):
     """PyTorch's peak bytes for one step after a warm-up step, from its allocator:
     the storages alive when the step starts plus the highest running sum of
     the profiler's allocation and free events during the step.  CPU only."""
     from torch.profiler import profile, ProfilerActivity
     opt = opt or make_optimizer(optimizer, model.parameters())
-    _run_checked("the warm-up step", lambda: train_step(model, inputs, target, loss, opt, grads))
+    _run_checked("the warm-up step", lambda: train_step(model, inputs, target, loss, opt, grads, autocast=autocast))
     base, seen = 0, set()
     for _, t, _, _ in resident(model, inputs, target, opt):
         key, nbytes = _storage(t)
@@ -359,7 +372,7 @@ def measure_peak(model, inputs, target, loss="cross_entropy", optimizer="momentu
             seen.add(key)
             base += nbytes
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        train_step(model, inputs, target, loss, opt, grads)
+        train_step(model, inputs, target, loss, opt, grads, autocast=autocast)
     run = high = 0
     for b in _memory_events(prof):
         run += b
@@ -385,7 +398,7 @@ def _target(model, inputs, loss):
 
 
 def export(model, inputs, loss="cross_entropy", optimizer="momentum", grads="set_to_none",
-           measure=False, repeats=5, name=None, target=None):
+           measure=False, repeats=5, name=None, target=None, autocast=None):
     """Record one training step of model on inputs (a list of tensors on the
     model's device) after a warm-up step; return the memplan-net/1 net as a
     dict.  Raises ExportError when the model fails or the arguments are bad."""
@@ -393,24 +406,29 @@ def export(model, inputs, loss="cross_entropy", optimizer="momentum", grads="set
         raise ExportError("--grads: expected keep or set_to_none, got '%s'" % grads)
     if loss not in LOSSES:
         raise ExportError("--loss: expected one of %s, got '%s'" % (", ".join(LOSSES), loss))
+    if autocast and autocast not in AUTOCAST:
+        raise ExportError("--autocast: expected bf16 or fp16, got '%s'" % autocast)
     inputs = list(inputs)
     opt = make_optimizer(optimizer, model.parameters())
     model.train()
     user_target = target
     if target is None:
         target = _target(model, inputs, loss)
-    _run_checked("the warm-up step", lambda: train_step(model, inputs, target, loss, opt, grads))
+    _run_checked("the warm-up step", lambda: train_step(model, inputs, target, loss, opt, grads, autocast=autocast))
     device = inputs[0].device if inputs else next(model.parameters()).device
-    rec = _record(model, inputs, target, loss, opt, grads, device.type == "cpu")
+    rec = _record(model, inputs, target, loss, opt, grads, device.type == "cpu", autocast)
     import gc
     gc.collect()
     if measure:
-        _measure(rec, model, inputs, target, loss, opt, grads, device, repeats)
-    batch = _per_sample(rec, model, inputs, loss, optimizer, grads, user_target)
-    return _net(rec, model, inputs, loss, optimizer, grads, device, measure, name, batch)
+        _measure(rec, model, inputs, target, loss, opt, grads, device, repeats, autocast)
+    batch = _per_sample(rec, model, inputs, loss, optimizer, grads, user_target, autocast)
+    net = _net(rec, model, inputs, loss, optimizer, grads, device, measure, name, batch)
+    if autocast:
+        net["generator"]["autocast"] = autocast
+    return net
 
 
-def _record(model, inputs, target, loss, opt, grads, markers):
+def _record(model, inputs, target, loss, opt, grads, markers, autocast=None):
     """One recorded step (the warm-up done): the _Recorder, with each op's
     workspace when markers (CPU) let the profiler's events be split by op."""
     rec = _Recorder(markers)
@@ -445,7 +463,7 @@ def _record(model, inputs, target, loss, opt, grads, markers):
     def step():
         with torch.autograd.graph.saved_tensors_hooks(rec.pack, lambda t: t):
             with rec:
-                train_step(model, inputs, target, loss, opt, grads, phase)
+                train_step(model, inputs, target, loss, opt, grads, phase, autocast)
     try:
         if markers:
             from torch.profiler import profile, ProfilerActivity
@@ -462,7 +480,7 @@ def _record(model, inputs, target, loss, opt, grads, markers):
     return rec
 
 
-def _per_sample(rec, model, inputs, loss, optimizer, grads, user_target):
+def _per_sample(rec, model, inputs, loss, optimizer, grads, user_target, autocast=None):
     """Which storages grow with the batch, for memplan capacity: the step is
     recorded again, on a copy of the model, with every input whose first
     dimension is the batch N (the first input's) one sample longer, and a
@@ -492,8 +510,8 @@ def _per_sample(rec, model, inputs, loss, optimizer, grads, user_target):
         in2 = [longer(x) for x in inputs]
         opt2 = make_optimizer(optimizer, m2.parameters())
         target2 = _target(m2, in2, loss)
-        _run_checked("the warm-up step at batch %d" % (n + 1), lambda: train_step(m2, in2, target2, loss, opt2, grads))
-        rec2 = _record(m2, in2, target2, loss, opt2, grads, False)
+        _run_checked("the warm-up step at batch %d" % (n + 1), lambda: train_step(m2, in2, target2, loss, opt2, grads, autocast=autocast))
+        rec2 = _record(m2, in2, target2, loss, opt2, grads, False, autocast)
     except ExportError as e:
         rec.per_sample_why = str(e)
         return None
@@ -530,7 +548,7 @@ def _workspace(rec, events):
         op.ws = max(0, high - made)
 
 
-def _measure(rec, model, inputs, target, loss, opt, grads, device, repeats):
+def _measure(rec, model, inputs, target, loss, opt, grads, device, repeats, autocast=None):
     from torch.profiler import profile, ProfilerActivity
     cuda = device.type == "cuda"
     runs = []
@@ -542,7 +560,7 @@ def _measure(rec, model, inputs, target, loss, opt, grads, device, repeats):
         with profile(activities=[ProfilerActivity.CPU]):
             with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
                 with tm:
-                    train_step(model, inputs, target, loss, opt, grads)
+                    train_step(model, inputs, target, loss, opt, grads, autocast=autocast)
         runs.append(tm.times())
     for r in runs:
         if len(r) != rec.n_calls:
@@ -768,6 +786,7 @@ def run(argv):
     ap.add_argument("--grads", default="set_to_none")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--loss", default="cross_entropy")
+    ap.add_argument("--autocast", choices=None, default=None)
     ap.add_argument("--measure", action="store_true")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
@@ -795,7 +814,7 @@ def run(argv):
     model = _run_checked("moving the model to " + a.device, lambda: model.to(device))
     inputs = [torch.randn(s, device=device) for s in shapes]
     net = export(model, inputs, loss=a.loss, optimizer=a.optimizer, grads=a.grads,
-                 measure=a.measure, repeats=a.repeats, name=a.model)
+                 measure=a.measure, repeats=a.repeats, name=a.model, autocast=a.autocast)
     fd, tmp = tempfile.mkstemp(dir=outdir, prefix=".memplan_torch.")
     try:
         with os.fdopen(fd, "w") as f:

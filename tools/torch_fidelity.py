@@ -50,6 +50,84 @@ def small_transformer():
     return Net()
 
 
+def small_llama():
+    """A small Llama-style decoder, as Hugging Face's LlamaForCausalLM writes
+    it in plain torch: 2 blocks of RMSNorm (float32 inside), q/k/v
+    projections with grouped-query heads (4 heads, 2 kv-heads, head 32),
+    rotary embeddings on q and k, eager causal attention (softmax in float32),
+    o_proj, RMSNorm and a SwiGLU MLP (ffn 352); a final RMSNorm and an LM head
+    over 1000 tokens, hidden 128.  torch_fidelity feeds random floats, so the
+    token ids are derived from them ((|x| * 1000) mod 1000 of the first
+    feature, an [N, S, 1] input); the logits come out as [N, vocab, S] for
+    cross-entropy."""
+    hidden, heads, kv_heads, ffn, vocab = 128, 4, 2, 352, 1000
+    hd = hidden // heads
+
+    class RMSNorm(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.ones(hidden))
+
+        def forward(self, x):
+            dt = x.dtype
+            x = x.to(torch.float32)
+            x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+            return self.weight * x.to(dt)
+
+    def rotate(x):
+        a, b = x[..., :hd // 2], x[..., hd // 2:]
+        return torch.cat((-b, a), dim=-1)
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            lin = lambda i, o: torch.nn.Linear(i, o, bias=False)  # noqa: E731
+            self.input_layernorm, self.post_attention_layernorm = RMSNorm(), RMSNorm()
+            self.q_proj, self.k_proj = lin(hidden, hidden), lin(hidden, kv_heads * hd)
+            self.v_proj, self.o_proj = lin(hidden, kv_heads * hd), lin(hidden, hidden)
+            self.gate_proj, self.up_proj, self.down_proj = lin(hidden, ffn), lin(hidden, ffn), lin(ffn, hidden)
+
+        def forward(self, x, cos, sin, mask):
+            n, s, _ = x.shape
+            h = self.input_layernorm(x)
+            q = self.q_proj(h).view(n, s, heads, hd).transpose(1, 2)
+            k = self.k_proj(h).view(n, s, kv_heads, hd).transpose(1, 2)
+            v = self.v_proj(h).view(n, s, kv_heads, hd).transpose(1, 2)
+            q, k = q * cos + rotate(q) * sin, k * cos + rotate(k) * sin
+            rep = heads // kv_heads
+            k = k[:, :, None].expand(n, kv_heads, rep, s, hd).reshape(n, heads, s, hd)
+            v = v[:, :, None].expand(n, kv_heads, rep, s, hd).reshape(n, heads, s, hd)
+            w = torch.matmul(q, k.transpose(2, 3)) / hd ** 0.5 + mask
+            w = torch.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
+            o = torch.matmul(w, v).transpose(1, 2).reshape(n, s, hidden)
+            x = x + self.o_proj(o)
+            h = self.post_attention_layernorm(x)
+            return x + self.down_proj(torch.nn.functional.silu(self.gate_proj(h)) * self.up_proj(h))
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed_tokens = torch.nn.Embedding(vocab, hidden)
+            self.layers = torch.nn.ModuleList([Block(), Block()])
+            self.norm = RMSNorm()
+            self.lm_head = torch.nn.Linear(hidden, vocab, bias=False)
+
+        def forward(self, x):
+            ids = (x[..., 0].abs() * 1000).long() % vocab
+            s = ids.shape[1]
+            pos = torch.arange(s, device=x.device, dtype=torch.float32)
+            inv = 1.0 / (10000 ** (torch.arange(0, hd, 2, device=x.device, dtype=torch.float32) / hd))
+            f = torch.outer(pos, inv)
+            e = torch.cat((f, f), dim=-1)
+            cos, sin = e.cos(), e.sin()
+            mask = torch.full((s, s), float("-inf"), device=x.device).triu(1)
+            h = self.embed_tokens(ids)
+            for layer in self.layers:
+                h = layer(h, cos, sin, mask)
+            return self.lm_head(self.norm(h)).float().transpose(1, 2)
+    return Net()
+
+
 def one_linear():
     """One nn.Linear, 1024 to 1000: the byte-for-byte check."""
     return torch.nn.Linear(1024, 1000)
@@ -68,12 +146,12 @@ def liveness_peak(memplan, path):
     return json.loads(ana.stdout)["strategies"][0]["peak_bytes"], None
 
 
-def gen_peak(memplan, model, shape, grads, optimizer, keep):
+def gen_peak(memplan, model, shape, grads, optimizer, keep, extra=()):
     """The liveness peak of memplan gen's twin of the model (PyTorch's lowering)."""
     fd, path = tempfile.mkstemp(suffix=".json", dir=keep)
     os.close(fd)
     cmd = [memplan, "gen", model, "--batch", str(shape[0]), "--optimizer", optimizer, "--grads", grads,
-           "--framework", "pytorch", "-o", path]
+           "--framework", "pytorch", "-o", path] + list(extra)
     if len(shape) == 4:
         cmd[3:3] = ["--image", "%dx%d" % (shape[2], shape[3])]
     try:
@@ -86,12 +164,12 @@ def gen_peak(memplan, model, shape, grads, optimizer, keep):
             os.unlink(path)
 
 
-def run_one(memplan, spec, shape, grads, optimizer, keep):
+def run_one(memplan, spec, shape, grads, optimizer, keep, autocast=None):
     t0 = time.time()
     torch.manual_seed(0)
     model = mt.load_model(spec)
     x = torch.randn(shape)
-    net = mt.export(model, [x], optimizer=optimizer, grads=grads, name=spec)
+    net = mt.export(model, [x], optimizer=optimizer, grads=grads, name=spec, autocast=autocast)
     fd, path = tempfile.mkstemp(suffix=".json", dir=keep)
     with os.fdopen(fd, "w") as f:
         f.write(mt.dumps(net))
@@ -111,7 +189,7 @@ def run_one(memplan, spec, shape, grads, optimizer, keep):
         out = model(x)
     target = mt.make_target("cross_entropy", out)
     del out
-    tp = mt.measure_peak(model, [x], target, optimizer=optimizer, grads=grads)
+    tp = mt.measure_peak(model, [x], target, optimizer=optimizer, grads=grads, autocast=autocast)
     return tp, mp, time.time() - t0, None
 
 
@@ -124,6 +202,8 @@ def main(argv=None):
     ap.add_argument("--optimizer", default="momentum")
     ap.add_argument("--keep", help="keep the exported nets in this directory")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--autocast", help="bf16: forward and loss under torch.autocast (CPU: bf16 only)")
+    ap.add_argument("--gen-args", default="", help="more memplan gen arguments for the twins (one string)")
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
     bad = 0
@@ -140,7 +220,7 @@ def main(argv=None):
             return 2
         for grads in a.grads.split(","):
             try:
-                tp, mp, secs, err = run_one(a.memplan, spec, dims, grads, a.optimizer, a.keep)
+                tp, mp, secs, err = run_one(a.memplan, spec, dims, grads, a.optimizer, a.keep, a.autocast)
             except mt.ExportError as e:
                 tp, mp, secs, err = None, None, 0.0, str(e)
             if err:
@@ -151,7 +231,7 @@ def main(argv=None):
             ok = abs(ratio - 1) * 100 <= a.tolerance
             gp, gr = "-", "-"
             if twin:
-                g, err = gen_peak(a.memplan, twin, dims, grads, a.optimizer, a.keep)
+                g, err = gen_peak(a.memplan, twin, dims, grads, a.optimizer, a.keep, a.gen_args.split())
                 if err:
                     print("%-44s %5d %-11s %s FAIL" % (spec, dims[0], grads, err))
                     bad += 1
