@@ -60,23 +60,31 @@ static const char *after(const char *trigger, char *buf, size_t n)
 	return buf;
 }
 
-/* The changes of one family (swaps, or recomputes). */
+/* The changes of one family (swaps, or recomputes), the first LIST_MAX. */
+enum { LIST_MAX = 10 };
 static void print_family(const struct mp_replan_diff *d, bool swaps)
 {
 	static const char *const what[] = { "moved", "added", "removed", "added", "removed" };
 	char b1[300], b2[300];
+	uint32_t shown = 0, more = 0;
 
 	for (uint32_t i = 0; i < d->n; i++) {
 		const struct mp_replan_change *c = &d->c[i];
 
 		if ((c->kind == MP_ACT_RECOMPUTE) == swaps)
 			continue;
+		if (shown++ >= LIST_MAX) {
+			more++;
+			continue;
+		}
 		printf("  %-8s %s '%s'", what[c->what], mp_act_name(c->kind), c->name);
 		if (c->from && c->to)
 			printf(": %s, now %s\n", after(c->from, b1, sizeof(b1)), after(c->to, b2, sizeof(b2)));
 		else
 			printf(" %s\n", after(c->from ? c->from : c->to, b1, sizeof(b1)));
 	}
+	if (more)
+		printf("  and %u more\n", more);
 }
 
 static void print_changes(const struct mp_replan_diff *d)
