@@ -507,6 +507,73 @@ static int adapt_run(const struct backend_i *be, struct run_plan *rp, const stru
 	return rc;
 }
 
+/* The plan file (*root, *net, *req, *plan) and, with --op-times, the net
+ * whose times the ops run at (*actual) with its factors for the plan's net
+ * (*factor, [n_ops], malloc'd whatever the result).  EXIT_OK, or
+ * EXIT_BAD_INPUT after printing. */
+static int load_inputs(const char *path, const char *op_times, json_t **root, struct mp_net **net,
+		       struct mp_plan_req *req, struct mp_plan *plan, struct mp_net **actual, double **factor)
+{
+	struct mp_error err = { "" };
+
+	if (!(*root = mp_json_load_file(path, &err)) || plan_read_json(*root, net, req, plan, &err) < 0)
+		return cli_error(EXIT_BAD_INPUT, "%s: %s", path, err.msg);
+	*factor = mp_xmalloc(((*net)->n_ops + 1) * sizeof(**factor));
+	if (op_times && !(*actual = cli_load_net(op_times)))
+		return EXIT_BAD_INPUT;
+	if (*actual && op_factors(*net, *actual, *factor, &err) < 0)
+		return cli_error(EXIT_BAD_INPUT, "--op-times: %s: %s", op_times, err.msg);
+	return EXIT_OK;
+}
+
+/* What a run that finished prints, its report, and its verdicts: EXIT_OK,
+ * EXIT_NO outside a tolerance, or the report's write error. */
+static int conclude(const char *path, const char *report, const char *op_times, int cuda, const struct run_plan *rp,
+		    const struct mp_plan_req *req, const struct mp_exec_result *res, const struct mp_exec_opts *eo,
+		    uint32_t replans, double tol_peak, double tol_time)
+{
+	struct mp_exec_cmp cmp;
+	char b1[32], b2[32], pp[96], sha[65];
+	char *shown = mp_xmalloc(strlen(path) + 64);
+	int rc = EXIT_OK, wr;
+
+	exec_compare(rp->net, rp->plan, res, tol_peak / 100, tol_time / 100, &cmp);
+	if (replans)
+		sprintf(shown, "%s re-planned %u time%s", path, replans, replans == 1 ? "" : "s");
+	else
+		strcpy(shown, path);
+	print_run(shown, rp->net, req, rp->plan, res, eo, cuda);
+	free(shown);
+	if (op_times)
+		printf("op times  %s: each op runs for its time there, not the plan's (--op-times)\n", op_times);
+	print_notes(res, eo, &cmp);
+	printf("\n");
+	print_table(&cmp);
+	printf("\n");
+	print_verdicts(rp->plan, res, eo, &cmp, tol_peak, tol_time);
+	if (report) {
+		json_t *rep = exec_report_json(rp->net, rp->plan, res, &cmp);
+
+		json_object_set_new(rep, "plan", json_string(path));
+		json_object_set_new(rep, "device", json_string(cuda ? "cuda" : "host"));
+		/* what memplan replan matches the report to */
+		MP_ASSERT(plan_net_sha256(rp->net_json, sha) == 0);
+		json_object_set_new(rep, "net_sha256", json_string(sha));
+		if ((wr = write_report(report, rep)) != EXIT_OK)
+			rc = wr;
+	}
+	if (!cmp.peak_ok)
+		rc = cli_error(EXIT_NO, "verify: peak %s (%llu B) is %s %s the predicted %s (tolerance %g%%)",
+			       mp_fmt_bytes(res->peak_bytes, b1, sizeof(b1)), (unsigned long long)res->peak_bytes,
+			       pct(fabs(cmp.peak_dev), false, pp, sizeof(pp)), cmp.peak_dev > 0 ? "above" : "below",
+			       mp_fmt_bytes(rp->plan->sim.peak_bytes, b2, sizeof(b2)), tol_peak);
+	if (!cmp.time_ok)
+		rc = cli_error(EXIT_NO, "verify: time %.3f ms is %s %s the predicted %.3f ms (tolerance %g%%)",
+			       res->time_ms, pct(fabs(cmp.time_dev), false, pp, sizeof(pp)), cmp.time_dev > 0 ? "above" : "below",
+			       rp->plan->sim.time_ms * eo->time_scale, tol_time);
+	return rc;
+}
+
 static int set_alpha(const char *name, const char *arg, void *dst)
 {
 	return parse_real(name, arg, 0, 1, dst);
@@ -517,10 +584,9 @@ int cmd_verify(int argc, char **argv)
 	struct mp_exec_opts eo;
 	const char *report = NULL, *path;
 	double tol_peak = 2, tol_time = -1; /* -1: not given */
-	int wr, rc, at, do_probe = 0, cuda = 0, run_rc, clock = -1;
+	int rc, at, do_probe = 0, cuda = 0, run_rc, clock = -1;
 	const char *op_times = NULL;
 	struct adapt_opts ad = { 0, -1, NULL, 0 };
-	char *shown = NULL;
 	const struct cli_opt opts[] = {
 		OPT_CHOICE("device", "host|cuda", 0, &cuda, backends, "backend", "host or cuda"),
 		OPT_COUNT("iters", "N", 0, &eo.iters, 1),
@@ -540,7 +606,6 @@ int cmd_verify(int argc, char **argv)
 	};
 	const struct cli_cmd cmd = { "verify", "PLAN.json", opts, "       memplan verify --probe\n", NULL, 0 };
 	struct mp_exec_result res;
-	struct mp_exec_cmp cmp;
 	struct mp_plan_req req;
 	struct mp_plan plan;
 	struct mp_error err = { "" };
@@ -548,7 +613,6 @@ int cmd_verify(int argc, char **argv)
 	struct run_plan rp = { 0 };
 	json_t *root = NULL;
 	double *factor = NULL;
-	char b1[32], b2[32], pp[96], sha[65];
 
 	exec_opts_default(&eo);
 	if ((rc = cli_parse(&cmd, argc, argv, &at)) != CLI_GO)
@@ -576,22 +640,11 @@ int cmd_verify(int argc, char **argv)
 	if (tol_time < 0 && cuda)
 		tol_time = 10;
 	plan_init(&plan);
-	if (!(root = mp_json_load_file(path, &err)) || plan_read_json(root, &net, &req, &plan, &err) < 0) {
-		rc = cli_error(EXIT_BAD_INPUT, "%s: %s", path, err.msg);
+	if ((rc = load_inputs(path, op_times, &root, &net, &req, &plan, &actual, &factor)) != EXIT_OK)
 		goto out;
-	}
 	rp = (struct run_plan){ json_object_get(root, "net"), net, &plan, { 0 }, false };
 	if (cuda && device_check_runnable(&req.device, &err) < 0) {
 		rc = cli_error(EXIT_BAD_INPUT, "verify: %s: %s; --device host still checks the schedule", path, err.msg);
-		goto out;
-	}
-	factor = mp_xmalloc((net->n_ops + 1) * sizeof(*factor));
-	if (op_times && !(actual = cli_load_net(op_times))) {
-		rc = EXIT_BAD_INPUT;
-		goto out;
-	}
-	if (actual && op_factors(net, actual, factor, &err) < 0) {
-		rc = cli_error(EXIT_BAD_INPUT, "--op-times: %s: %s", op_times, err.msg);
 		goto out;
 	}
 	eo.op_factor = actual ? factor : NULL;
@@ -616,40 +669,7 @@ int cmd_verify(int argc, char **argv)
 			rc = write_failed_report(report, path, cuda, &res, err.msg, rc);
 		goto out;
 	}
-	exec_compare(rp.net, rp.plan, &res, tol_peak / 100, tol_time / 100, &cmp);
-	shown = mp_xmalloc(strlen(path) + 64);
-	if (ad.replans)
-		sprintf(shown, "%s re-planned %u time%s", path, ad.replans, ad.replans == 1 ? "" : "s");
-	else
-		strcpy(shown, path);
-	print_run(shown, rp.net, &req, rp.plan, &res, &eo, cuda);
-	if (actual)
-		printf("op times  %s: each op runs for its time there, not the plan's (--op-times)\n", op_times);
-	print_notes(&res, &eo, &cmp);
-	printf("\n");
-	print_table(&cmp);
-	printf("\n");
-	print_verdicts(rp.plan, &res, &eo, &cmp, tol_peak, tol_time);
-	if (report) {
-		json_t *rep = exec_report_json(rp.net, rp.plan, &res, &cmp);
-
-		json_object_set_new(rep, "plan", json_string(path));
-		json_object_set_new(rep, "device", json_string(cuda ? "cuda" : "host"));
-		/* what memplan replan matches the report to */
-		MP_ASSERT(plan_net_sha256(rp.net_json, sha) == 0);
-		json_object_set_new(rep, "net_sha256", json_string(sha));
-		if ((wr = write_report(report, rep)) != EXIT_OK)
-			rc = wr;
-	}
-	if (!cmp.peak_ok)
-		rc = cli_error(EXIT_NO, "verify: peak %s (%llu B) is %s %s the predicted %s (tolerance %g%%)",
-			       mp_fmt_bytes(res.peak_bytes, b1, sizeof(b1)), (unsigned long long)res.peak_bytes,
-			       pct(fabs(cmp.peak_dev), false, pp, sizeof(pp)), cmp.peak_dev > 0 ? "above" : "below",
-			       mp_fmt_bytes(rp.plan->sim.peak_bytes, b2, sizeof(b2)), tol_peak);
-	if (!cmp.time_ok)
-		rc = cli_error(EXIT_NO, "verify: time %.3f ms is %s %s the predicted %.3f ms (tolerance %g%%)",
-			       res.time_ms, pct(fabs(cmp.time_dev), false, pp, sizeof(pp)), cmp.time_dev > 0 ? "above" : "below",
-			       rp.plan->sim.time_ms * eo.time_scale, tol_time);
+	rc = conclude(path, report, op_times, cuda, &rp, &req, &res, &eo, ad.replans, tol_peak, tol_time);
 	exec_result_release(&res);
 out:
 	if (rp.replanned)
@@ -658,7 +678,6 @@ out:
 	net_free(net);
 	net_free(actual);
 	free(factor);
-	free(shown);
 	json_decref(root);
 	return rc;
 }
