@@ -556,6 +556,8 @@ static int conclude(const char *path, const char *report, const char *op_times, 
 
 		json_object_set_new(rep, "plan", json_string(path));
 		json_object_set_new(rep, "device", json_string(cuda ? "cuda" : "host"));
+		if (op_times)
+			json_object_set_new(rep, "op_times", json_string(op_times));
 		/* what memplan replan matches the report to */
 		MP_ASSERT(plan_net_sha256(rp->net_json, sha) == 0);
 		json_object_set_new(rep, "net_sha256", json_string(sha));

@@ -28,6 +28,7 @@ expect_run "verify at the true times" 0 -- \
 	memplan verify "$TMP/g0.json" --op-times $TRUE --report "$TMP/g0.r.json"
 expect_run "report digest" 0 --stdout-grep '^ "net_sha256": "[0-9a-f]{64}"$' -- cat "$TMP/g0.r.json"
 expect_run "report ops" 0 --stdout-grep '^ "ops": \[$' -- cat "$TMP/g0.r.json"
+expect_run "report names --op-times" 0 --stdout-grep "^ \"op_times\": \"$TRUE\",\$" -- cat "$TMP/g0.r.json"
 # c1.fwd runs twice (computed, then recomputed): 2 x 0.5 ms predicted, 2 x 1 ms measured
 expect_run "report op times" 0 --stdout-grep '"op": "c1.fwd",   "phase": "forward",   "runs": 2,   "predicted_ms": 1.0,   "measured_ms": 2.0' -- \
 	sh -c "tr -d '\n' <'$TMP/g0.r.json'"
