@@ -23,6 +23,7 @@ int cmd_capacity(int argc, char **argv);
 int cmd_gen(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_replan(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 
 /* "memplan: <fmt>" on stderr; returns EXIT_BAD_INPUT for `return die_usage(..)`. */

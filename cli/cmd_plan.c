@@ -272,24 +272,6 @@ static int run_planners(const struct mp_net *net, const struct mp_route *route, 
 	return EXIT_OK;
 }
 
-/* The chosen plan's arena: the smallest of the placement orders (plan_run
- * stopped at the first that fits, or searched on until it did). */
-static void smallest_arena(const struct mp_net *net, struct mp_plan *b, uint64_t budget)
-{
-	uint64_t *had = b->offset, had_bytes = b->arena_bytes;
-
-	b->offset = NULL;
-	plan_assign_arena(net, b);
-	if (b->arena_bytes > had_bytes) { /* plan_run's search did better */
-		free(b->offset);
-		b->offset = had;
-		b->arena_bytes = had_bytes;
-	} else {
-		free(had);
-	}
-	plan_metrics(b, budget);
-}
-
 static void print_plans_json(const struct mp_net *net, const struct mp_plan_req *req,
 			     const struct mp_plan *plans, int all, int best, int lowest)
 {
@@ -406,7 +388,7 @@ int cmd_plan(int argc, char **argv)
 		goto out_plans;
 	/* (unless the arena is the lower bound already) */
 	if (best >= 0 && plans[best].arena_bytes > plans[best].max_live_bytes)
-		smallest_arena(net, &plans[best], req.budget_bytes);
+		plan_smallest_arena(net, &plans[best], req.budget_bytes);
 	if (fmt == FMT_JSON)
 		print_plans_json(net, &req, plans, pl.all, best, lowest);
 	else

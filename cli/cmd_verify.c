@@ -2,10 +2,12 @@
  * memplan verify PLAN.json [--device host|cuda] [--iters N] [--warmup N]
  *   [--alloc arena|pool|async] [--compute real|timed] [--time-scale X]
  *   [--clock virtual|wall] [--tolerance-peak PCT] [--tolerance-time PCT] [--report FILE]
+ *   [--op-times NET.json] [--adapt N [--alpha A]]
  * memplan verify --probe
  * Run a plan, check that it loses no data, and hold the prediction to
  * account: predicted vs measured per phase and in total; exit 1 outside the
- * tolerances (memplan-verify(1)).
+ * tolerances (memplan-verify(1)).  --adapt re-plans every N iterations from
+ * the op times measured (TENSILE IV-E, verify/replan.h).
  */
 #include <errno.h>
 #include <math.h>
@@ -14,9 +16,11 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "../analysis/base/jget.h"
 #include "../plan/planfile.h"
 #include "../verify/backend.h"
 #include "../verify/probe.h"
+#include "../verify/replan.h"
 #include "../verify/report.h"
 
 /* A number > 0 (time scale) or >= 0 with an optional % (tolerances). */
@@ -368,12 +372,223 @@ static void print_verdicts(const struct mp_plan *plan, const struct mp_exec_resu
 		printf("time      %.3f ms measured; the plan predicts no time (untimed net): not checked\n", res->time_ms);
 }
 
+/* The plan a run executes: the file's, or (--adapt) a re-planned one. */
+struct run_plan {
+	const json_t *net_json;    /* borrowed: the file's "net", or re.net_json */
+	struct mp_net *net;        /* borrowed */
+	struct mp_plan *plan;      /* borrowed */
+	struct mp_replan re;       /* owned once a round has re-planned */
+	bool replanned;
+};
+
+/* --op-times: per op of net, the time `actual` gives the op of that name
+ * over net's (1 where net's is 0).  0, or -1 with *err naming an op actual
+ * lacks. */
+static int op_factors(const struct mp_net *net, const struct mp_net *actual, double *factor, struct mp_error *err)
+{
+	for (uint32_t k = 0; k < net->n_ops; k++) {
+		int32_t j = net_find_op(actual, net->ops[k].name);
+
+		if (j < 0) {
+			mp_error_set(err, "no op named '%s' (the plan's net has it)", net->ops[k].name);
+			return -1;
+		}
+		factor[k] = net->ops[k].ms > 0 ? actual->ops[j].ms / net->ops[k].ms : 1;
+	}
+	return 0;
+}
+
+/* adapt_run: re-planning failed, or its plan no longer fits (*err) */
+#define ADAPT_FAILED (-10)
+
+/* One round's line: what was predicted and measured (the iteration on the
+ * engines' timelines, which the virtual clock keeps in model time), and what
+ * re-planning changed for the next (d NULL: the last round). */
+static void print_round(uint32_t round, const struct mp_plan *p, const struct mp_exec_result *r,
+			const struct mp_exec_cmp *c, const struct mp_replan_diff *d)
+{
+	const struct mp_exec_row *T = &c->row[EXEC_ROW_TOTAL];
+
+	printf("%5u  %-12s %10.3f %10.3f %10.3f %10.3f %12llu %12llu", round, mp_planner_name(p->planner),
+	       T->time_ms.pred, r->timeline_ms, T->stall_ms.pred, T->stall_ms.meas,
+	       (unsigned long long)T->peak_bytes.pred, (unsigned long long)T->peak_bytes.meas);
+	if (d)
+		printf("  swaps %u moved, +%u -%u; recomputes +%u -%u", d->swaps_moved, d->swaps_added, d->swaps_removed,
+		       d->recomputes_added, d->recomputes_removed);
+	printf("\n");
+}
+
+/* Any option that goes with --adapt alone. */
+struct adapt_opts {
+	uint32_t every;            /* --adapt N; 0: off */
+	double alpha;
+	const struct mp_net *actual; /* --op-times, or NULL */
+	uint32_t replans;          /* set by adapt_run: plans made */
+};
+
+/* Re-plan rp with its times times factor: 0 with *next, or -1 with *err
+ * (the planner failed, or its plan no longer fits). */
+static int next_plan(const struct run_plan *rp, const struct mp_plan_req *req, const double *factor, double alpha,
+		     uint32_t round, struct mp_replan *next, struct mp_error *err)
+{
+	if (replan_run(rp->net_json, rp->net, req, rp->plan->planner, factor, alpha, next, err) < 0) {
+		mp_error_prefix(err, "round %u: re-planning: ", round);
+		return -1;
+	}
+	if (!next->plan.fits) {
+		mp_error_set(err, "round %u: %s's plan on the corrected times no longer fits the budget (peak %llu B)",
+			     round, mp_planner_name(next->plan.planner), (unsigned long long)next->plan.sim.peak_bytes);
+		replan_release(next);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Run rp's plan, re-planning after every a->every measured iterations from
+ * the op times the round measured, until eo->iters are measured; the last
+ * round's result stays in *res and its plan in rp.  Each round's line is
+ * printed.  The run's status as replay_run returns it; -1 with a re-planning
+ * error says so in *err with res->failed_action UINT32_MAX.
+ */
+static int adapt_run(const struct backend_i *be, struct run_plan *rp, const struct mp_plan_req *req,
+		     const struct mp_exec_opts *eo, struct adapt_opts *a, double *factor,
+		     struct mp_exec_result *res, struct mp_error *err)
+{
+	struct mp_exec_opts ro = *eo;
+	struct mp_exec_op_time *t = mp_xmalloc((rp->net->n_ops + 1) * sizeof(*t));
+	uint32_t left = eo->iters;
+	int rc;
+
+	printf("adapt     re-planning every %u iteration%s from the op times measured (moving average, alpha %g; "
+	       "TENSILE IV-E)\n", a->every, a->every == 1 ? "" : "s", a->alpha);
+	printf("%5s  %-12s %10s %10s %10s %10s %12s %12s\n", "round", "planner", "pred ms", "timeline", "pred stall",
+	       "meas stall", "pred peak B", "meas peak B");
+	for (uint32_t round = 1;; round++) {
+		struct mp_exec_cmp cmp;
+		struct mp_replan next;
+		struct mp_replan_diff d;
+
+		ro.iters = left < a->every ? left : a->every;
+		left -= ro.iters;
+		if (a->actual && op_factors(rp->net, a->actual, factor, err) < 0) {
+			rc = ADAPT_FAILED;
+			break;
+		}
+		ro.op_factor = a->actual ? factor : NULL;
+		if ((rc = replay_run(be, rp->net, req, rp->plan, &ro, res, err)) < 0)
+			break;
+		exec_compare(rp->net, rp->plan, res, 0, -1, &cmp);
+		if (!left) {
+			print_round(round, rp->plan, res, &cmp, NULL);
+			break;
+		}
+		exec_op_times(rp->net, rp->plan, res, t);
+		replan_factors(rp->net, t, a->alpha, factor);
+		if (next_plan(rp, req, factor, a->alpha, round, &next, err) < 0) {
+			exec_result_release(res);
+			rc = ADAPT_FAILED;
+			break;
+		}
+		replan_diff(rp->net, rp->plan, next.net, &next.plan, &d);
+		print_round(round, rp->plan, res, &cmp, &d);
+		replan_diff_release(&d);
+		exec_result_release(res);
+		if (rp->replanned)
+			replan_release(&rp->re);
+		rp->re = next;
+		rp->replanned = true;
+		rp->net_json = rp->re.net_json;
+		rp->net = rp->re.net;
+		rp->plan = &rp->re.plan;
+		a->replans++;
+	}
+	free(t);
+	return rc;
+}
+
+/* The plan file (*root, *net, *req, *plan) and, with --op-times, the net
+ * whose times the ops run at (*actual) with its factors for the plan's net
+ * (*factor, [n_ops], malloc'd whatever the result).  EXIT_OK, or
+ * EXIT_BAD_INPUT after printing. */
+static int load_inputs(const char *path, const char *op_times, json_t **root, struct mp_net **net,
+		       struct mp_plan_req *req, struct mp_plan *plan, struct mp_net **actual, double **factor)
+{
+	struct mp_error err = { "" };
+
+	if (!(*root = mp_json_load_file(path, &err)) || plan_read_json(*root, net, req, plan, &err) < 0)
+		return cli_error(EXIT_BAD_INPUT, "%s: %s", path, err.msg);
+	*factor = mp_xmalloc(((*net)->n_ops + 1) * sizeof(**factor));
+	if (op_times && !(*actual = cli_load_net(op_times)))
+		return EXIT_BAD_INPUT;
+	if (*actual && op_factors(*net, *actual, *factor, &err) < 0)
+		return cli_error(EXIT_BAD_INPUT, "--op-times: %s: %s", op_times, err.msg);
+	return EXIT_OK;
+}
+
+/* What a run that finished prints, its report, and its verdicts: EXIT_OK,
+ * EXIT_NO outside a tolerance, or the report's write error. */
+static int conclude(const char *path, const char *report, const char *op_times, int cuda, const struct run_plan *rp,
+		    const struct mp_plan_req *req, const struct mp_exec_result *res, const struct mp_exec_opts *eo,
+		    uint32_t replans, double tol_peak, double tol_time)
+{
+	struct mp_exec_cmp cmp;
+	char b1[32], b2[32], pp[96], sha[65];
+	char *shown = mp_xmalloc(strlen(path) + 64);
+	int rc = EXIT_OK, wr;
+
+	exec_compare(rp->net, rp->plan, res, tol_peak / 100, tol_time / 100, &cmp);
+	if (replans)
+		sprintf(shown, "%s re-planned %u time%s", path, replans, replans == 1 ? "" : "s");
+	else
+		strcpy(shown, path);
+	print_run(shown, rp->net, req, rp->plan, res, eo, cuda);
+	free(shown);
+	if (op_times)
+		printf("op times  %s: each op runs for its time there, not the plan's (--op-times)\n", op_times);
+	print_notes(res, eo, &cmp);
+	printf("\n");
+	print_table(&cmp);
+	printf("\n");
+	print_verdicts(rp->plan, res, eo, &cmp, tol_peak, tol_time);
+	if (report) {
+		json_t *rep = exec_report_json(rp->net, rp->plan, res, &cmp);
+
+		json_object_set_new(rep, "plan", json_string(path));
+		json_object_set_new(rep, "device", json_string(cuda ? "cuda" : "host"));
+		if (op_times)
+			json_object_set_new(rep, "op_times", json_string(op_times));
+		/* what memplan replan matches the report to */
+		MP_ASSERT(plan_net_sha256(rp->net_json, sha) == 0);
+		json_object_set_new(rep, "net_sha256", json_string(sha));
+		if ((wr = write_report(report, rep)) != EXIT_OK)
+			rc = wr;
+	}
+	if (!cmp.peak_ok)
+		rc = cli_error(EXIT_NO, "verify: peak %s (%llu B) is %s %s the predicted %s (tolerance %g%%)",
+			       mp_fmt_bytes(res->peak_bytes, b1, sizeof(b1)), (unsigned long long)res->peak_bytes,
+			       pct(fabs(cmp.peak_dev), false, pp, sizeof(pp)), cmp.peak_dev > 0 ? "above" : "below",
+			       mp_fmt_bytes(rp->plan->sim.peak_bytes, b2, sizeof(b2)), tol_peak);
+	if (!cmp.time_ok)
+		rc = cli_error(EXIT_NO, "verify: time %.3f ms is %s %s the predicted %.3f ms (tolerance %g%%)",
+			       res->time_ms, pct(fabs(cmp.time_dev), false, pp, sizeof(pp)), cmp.time_dev > 0 ? "above" : "below",
+			       rp->plan->sim.time_ms * eo->time_scale, tol_time);
+	return rc;
+}
+
+static int set_alpha(const char *name, const char *arg, void *dst)
+{
+	return parse_real(name, arg, 0, 1, dst);
+}
+
 int cmd_verify(int argc, char **argv)
 {
 	struct mp_exec_opts eo;
 	const char *report = NULL, *path;
 	double tol_peak = 2, tol_time = -1; /* -1: not given */
-	int wr, rc, at, do_probe = 0, cuda = 0, run_rc, clock = -1;
+	int rc, at, do_probe = 0, cuda = 0, run_rc, clock = -1;
+	const char *op_times = NULL;
+	struct adapt_opts ad = { 0, -1, NULL, 0 };
 	const struct cli_opt opts[] = {
 		OPT_CHOICE("device", "host|cuda", 0, &cuda, backends, "backend", "host or cuda"),
 		OPT_COUNT("iters", "N", 0, &eo.iters, 1),
@@ -385,17 +600,21 @@ int cmd_verify(int argc, char **argv)
 		OPT_CALL("tolerance-peak", 0, "PCT", 0, &tol_peak, set_percent),
 		OPT_CALL("tolerance-time", 0, "PCT", 0, &tol_time, set_percent),
 		OPT_STRING("report", 0, "FILE", 0, &report),
+		OPT_STRING("op-times", 0, "NET.json", CLI_NEWLINE, &op_times),
+		OPT_COUNT("adapt", "N", 0, &ad.every, 1),
+		OPT_CALL("alpha", 0, "A", 0, &ad.alpha, set_alpha),
 		OPT_FLAG("probe", CLI_HIDDEN, &do_probe),
 		OPT_END(),
 	};
 	const struct cli_cmd cmd = { "verify", "PLAN.json", opts, "       memplan verify --probe\n", NULL, 0 };
 	struct mp_exec_result res;
-	struct mp_exec_cmp cmp;
 	struct mp_plan_req req;
 	struct mp_plan plan;
 	struct mp_error err = { "" };
-	struct mp_net *net = NULL;
-	char b1[32], b2[32], pp[96];
+	struct mp_net *net = NULL, *actual = NULL;
+	struct run_plan rp = { 0 };
+	json_t *root = NULL;
+	double *factor = NULL;
 
 	exec_opts_default(&eo);
 	if ((rc = cli_parse(&cmd, argc, argv, &at)) != CLI_GO)
@@ -410,6 +629,10 @@ int cmd_verify(int argc, char **argv)
 	path = argv[at];
 	if ((rc = check_options(report, path, cuda, clock, tol_time, eo.alloc)) != EXIT_OK)
 		return rc;
+	if (ad.alpha >= 0 && !ad.every)
+		return cli_error(EXIT_BAD_INPUT, "--alpha: weighs the measured times of --adapt N; give --adapt too");
+	if (ad.alpha < 0)
+		ad.alpha = REPLAN_ALPHA;
 	if (!cuda && tol_time >= 0 && clock < 0)
 		clock = MP_EXEC_WALL; /* a time to judge on the host is its wall clock's */
 	if (clock >= 0)
@@ -418,15 +641,28 @@ int cmd_verify(int argc, char **argv)
 	 * when asked; the GPU's always */
 	if (tol_time < 0 && cuda)
 		tol_time = 10;
-	if (plan_read_file(path, &net, &req, &plan, &err) < 0)
-		return cli_error(EXIT_BAD_INPUT, "%s: %s", path, err.msg);
+	plan_init(&plan);
+	if ((rc = load_inputs(path, op_times, &root, &net, &req, &plan, &actual, &factor)) != EXIT_OK)
+		goto out;
+	rp = (struct run_plan){ json_object_get(root, "net"), net, &plan, { 0 }, false };
 	if (cuda && device_check_runnable(&req.device, &err) < 0) {
 		rc = cli_error(EXIT_BAD_INPUT, "verify: %s: %s; --device host still checks the schedule", path, err.msg);
 		goto out;
 	}
-	run_rc = replay_run(backend_find(cuda ? "cuda" : "host"), net, &req, &plan, &eo, &res, &err);
+	eo.op_factor = actual ? factor : NULL;
+	ad.actual = actual;
+	if (ad.every)
+		run_rc = adapt_run(backend_find(cuda ? "cuda" : "host"), &rp, &req, &eo, &ad, factor, &res, &err);
+	else
+		run_rc = replay_run(backend_find(cuda ? "cuda" : "host"), net, &req, &plan, &eo, &res, &err);
+	if (ad.every)
+		printf("\n");
 	if (run_rc == EXEC_NO_DEVICE) {
 		rc = cli_error(EXIT_NO_GPU, "verify: no usable CUDA device: %s", err.msg);
+		goto out;
+	}
+	if (run_rc == ADAPT_FAILED) {
+		rc = cli_error(EXIT_NO, "verify: --adapt: %s", err.msg);
 		goto out;
 	}
 	if (run_rc < 0) {
@@ -435,33 +671,15 @@ int cmd_verify(int argc, char **argv)
 			rc = write_failed_report(report, path, cuda, &res, err.msg, rc);
 		goto out;
 	}
-	exec_compare(net, &plan, &res, tol_peak / 100, tol_time / 100, &cmp);
-	print_run(path, net, &req, &plan, &res, &eo, cuda);
-	print_notes(&res, &eo, &cmp);
-	printf("\n");
-	print_table(&cmp);
-	printf("\n");
-	print_verdicts(&plan, &res, &eo, &cmp, tol_peak, tol_time);
-	if (report) {
-		json_t *root = exec_report_json(net, &plan, &res, &cmp);
-
-		json_object_set_new(root, "plan", json_string(path));
-		json_object_set_new(root, "device", json_string(cuda ? "cuda" : "host"));
-		if ((wr = write_report(report, root)) != EXIT_OK)
-			rc = wr;
-	}
-	if (!cmp.peak_ok)
-		rc = cli_error(EXIT_NO, "verify: peak %s (%llu B) is %s %s the predicted %s (tolerance %g%%)",
-			       mp_fmt_bytes(res.peak_bytes, b1, sizeof(b1)), (unsigned long long)res.peak_bytes,
-			       pct(fabs(cmp.peak_dev), false, pp, sizeof(pp)), cmp.peak_dev > 0 ? "above" : "below",
-			       mp_fmt_bytes(plan.sim.peak_bytes, b2, sizeof(b2)), tol_peak);
-	if (!cmp.time_ok)
-		rc = cli_error(EXIT_NO, "verify: time %.3f ms is %s %s the predicted %.3f ms (tolerance %g%%)",
-			       res.time_ms, pct(fabs(cmp.time_dev), false, pp, sizeof(pp)), cmp.time_dev > 0 ? "above" : "below",
-			       plan.sim.time_ms * eo.time_scale, tol_time);
+	rc = conclude(path, report, op_times, cuda, &rp, &req, &res, &eo, ad.replans, tol_peak, tol_time);
 	exec_result_release(&res);
 out:
+	if (rp.replanned)
+		replan_release(&rp.re);
 	plan_release(&plan);
 	net_free(net);
+	net_free(actual);
+	free(factor);
+	json_decref(root);
 	return rc;
 }

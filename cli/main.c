@@ -23,6 +23,7 @@ static const struct command {
 	{ "gen", cmd_gen, "write a published network (model zoo) as a net file" },
 	{ "devices", cmd_devices, "list the built-in GPU catalog" },
 	{ "verify", cmd_verify, "run a plan, check its data, measured vs predicted" },
+	{ "replan", cmd_replan, "re-plan from the op times a verify report measured" },
 	{ "profile", cmd_profile, "measure layer and conv algorithm times on this GPU" },
 };
 

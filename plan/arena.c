@@ -997,3 +997,19 @@ out:
 	free(it);
 	return rc;
 }
+
+void plan_smallest_arena(const struct mp_net *net, struct mp_plan *p, uint64_t budget)
+{
+	uint64_t *had = p->offset, had_bytes = p->arena_bytes;
+
+	p->offset = NULL;
+	plan_assign_arena(net, p);
+	if (p->arena_bytes > had_bytes) { /* plan_run's search did better */
+		free(p->offset);
+		p->offset = had;
+		p->arena_bytes = had_bytes;
+	} else {
+		free(had);
+	}
+	plan_metrics(p, budget);
+}

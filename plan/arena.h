@@ -15,6 +15,10 @@ void plan_assign_arena(const struct mp_net *net, struct mp_plan *p);
 /* The same, stopping at the first placement order whose arena is at most
  * enough bytes (a budget): cheaper when only fitting matters. */
 void plan_assign_arena_within(const struct mp_net *net, struct mp_plan *p, uint64_t enough);
+/* A chosen plan's arena: the smallest of plan_assign_arena's placement
+ * orders, or the one p has when that is smaller (plan_run stops at the first
+ * order that fits, or searches on until one does); then plan_metrics. */
+void plan_smallest_arena(const struct mp_net *net, struct mp_plan *p, uint64_t budget);
 /* Which placement the arena uses: 0 by the schedule's size (the default),
  * 1 the sorted scan, -1 the segment tree (for tests: both give the same
  * offsets). */

@@ -65,6 +65,10 @@ struct mp_exec_opts {
 	double time_scale;        /* wall time per modelled time, > 0 (1: real time) */
 	uint64_t pool_bytes;      /* pool capacity; 0: the larger of the budget and the arena */
 	enum mp_exec_clock clock; /* the host backend's; ignored by the CUDA backend */
+	const double *op_factor;  /* [net->n_ops] or NULL: every compute and recompute of
+				   * op k lasts its modelled time times op_factor[k] (ops
+				   * that run slower or faster than the plan's net says:
+				   * memplan-verify(1) --op-times); real kernels keep theirs */
 };
 void exec_opts_default(struct mp_exec_opts *o); /* arena, 5 iterations, 1 warm-up, scale 1, virtual */
 

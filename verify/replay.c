@@ -659,6 +659,8 @@ static int compute_ready(struct replay *R, uint32_t i, double *ms, uint64_t *ws,
 		}
 	}
 	sched_action_cost(R->net, R->s, a, ms, ws);
+	if (R->o.op_factor)
+		*ms *= R->o.op_factor[a->op];
 	if (*ws > 0) {
 		const struct rp_tensor *W = op->ws >= 0 ? &R->t[op->ws] : NULL;
 

@@ -360,6 +360,50 @@ static json_t *actions_json(const struct mp_net *net, const struct mp_plan *p, c
 	return arr;
 }
 
+void exec_op_times(const struct mp_net *net, const struct mp_plan *p, const struct mp_exec_result *r,
+		   struct mp_exec_op_time *out)
+{
+	const struct mp_schedule *s = &p->sched;
+	const double sc = r->time_scale;
+
+	memset(out, 0, net->n_ops * sizeof(*out));
+	for (uint32_t i = 0; i < s->n && i < r->n_act; i++) {
+		const struct mp_action *a = &s->a[i];
+		struct mp_exec_op_time *t;
+
+		if (a->kind != MP_ACT_COMPUTE && a->kind != MP_ACT_RECOMPUTE)
+			continue;
+		t = &out[a->op];
+		t->runs++;
+		t->pred_ms += (a->end_ms - a->start_ms) * sc;
+		t->meas_ms += r->act[i].end_ms - r->act[i].start_ms;
+	}
+}
+
+/* Per op that ran: its runs, predicted and measured time per iteration. */
+static json_t *ops_json(const struct mp_net *net, const struct mp_plan *p, const struct mp_exec_result *r)
+{
+	struct mp_exec_op_time *t = mp_xmalloc((net->n_ops + 1) * sizeof(*t));
+	json_t *arr = json_array();
+
+	exec_op_times(net, p, r, t);
+	for (uint32_t k = 0; k < net->n_ops; k++) {
+		json_t *x;
+
+		if (!t[k].runs)
+			continue;
+		x = json_object();
+		json_object_set_new(x, "op", json_string(net->ops[k].name));
+		json_object_set_new(x, "phase", json_string(mp_phase_name(net->ops[k].phase)));
+		json_object_set_new(x, "runs", json_integer(t[k].runs));
+		json_object_set_new(x, "predicted_ms", json_real(t[k].pred_ms));
+		json_object_set_new(x, "measured_ms", json_real(t[k].meas_ms));
+		json_array_append_new(arr, x);
+	}
+	free(t);
+	return arr;
+}
+
 json_t *exec_report_json(const struct mp_net *net, const struct mp_plan *p,
 			 const struct mp_exec_result *r, const struct mp_exec_cmp *c)
 {
@@ -380,6 +424,7 @@ json_t *exec_report_json(const struct mp_net *net, const struct mp_plan *p,
 		json_object_set_new(root, "cuda", cuda_json(&r->cuda));
 	json_object_set_new(root, "timing", timing_json(r));
 	json_object_set_new(root, "checks", checks_json(r));
+	json_object_set_new(root, "ops", ops_json(net, p, r));
 	json_object_set_new(root, "steps", steps_json(net, p, r));
 	json_object_set_new(root, "actions", actions_json(net, p, r));
 	return root;

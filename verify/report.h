@@ -48,9 +48,23 @@ struct mp_exec_cmp {
 void exec_compare(const struct mp_net *net, const struct mp_plan *p, const struct mp_exec_result *r,
 		  double tol_peak, double tol_time, struct mp_exec_cmp *out);
 
+/* One op's compute and recompute actions in an iteration: how many ran, the
+ * time they were predicted to take (the plan's simulation times time_scale)
+ * and what they took in the median measured iteration (wall ms). */
+struct mp_exec_op_time {
+	uint32_t runs;
+	double pred_ms, meas_ms;
+};
+
+/* Fill out[net->n_ops] (the caller's array) from p's schedule and r's median
+ * iteration; ops that did not run have runs 0.  O(actions + ops). */
+void exec_op_times(const struct mp_net *net, const struct mp_plan *p, const struct mp_exec_result *r,
+		   struct mp_exec_op_time *out);
+
 /* The verify report (memplan-verify(1) --report): the comparison, the
  * measurement and the per-step and per-action predicted and measured times
- * and bytes.  The caller adds what it knows (file names, device). */
+ * and bytes, and per op ("ops": exec_op_times, what memplan replan reads).
+ * The caller adds what it knows (file names, device, the net's digest). */
 json_t *exec_report_json(const struct mp_net *net, const struct mp_plan *p,
 			 const struct mp_exec_result *r, const struct mp_exec_cmp *c);
 
