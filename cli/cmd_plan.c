@@ -401,7 +401,7 @@ int cmd_plan(int argc, char **argv)
 		OPT_STRING("output", 'o', "plan.json", CLI_LETTER, &out_path),
 		OPT_STRING("trace", 0, "FILE", 0, &trace_path),
 		OPT_FORMAT("format", "table|json", CLI_NEWLINE, &fmt, 0),
-		OPT_STRING("model", 0, "FILE", 0, &model_path),
+		OPT_STRING("model", 0, "FILE", CLI_NEWLINE, &model_path),
 		OPT_STRING("save-model", 0, "FILE", 0, &save_path),
 		OPT_COUNT("episodes", "N", 0, &req.dqn_episodes, 0),
 		OPT_CALL("seed", 0, "N", 0, &req.dqn_seed, set_seed),
