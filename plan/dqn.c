@@ -6,19 +6,25 @@
  * gap the projected memory overflows is a decision (4.5): nothing, offload
  * (swapped out after its last forward use, prefetched just in time) or remove
  * (dropped, rebuilt once before its first backward reader and kept).  The
- * state is the structure2vec embedding of the node graph (Eq. 1-2; edges join
- * consecutive nodes and producer-consumer pairs, weighted by the time between
- * them) with the six node features of 4.4.1; Q is Eq. 3 (dqnnet.c).
- * Rewards (4.7): minus each action's estimated time (a rebuild's compute; an
- * offload's stall behind the copy engine), normalised by the iteration time;
- * at the end of the episode the simulator's answer replaces the estimates, so
- * an episode's return is minus the simulated overhead, a peak over the budget
- * paid as the stall of copying the excess out and back in.  Training (Alg.
- * 1): epsilon-greedy with epsilon = 1 - k/l at episode k of l, experience
- * replay, fitted Q-iteration by minibatches (Adam) after each episode.  The
- * plan is the greedy policy's, or the best training episode's when that was
- * better; what the simulator still finds over the budget is swapped away by
- * the rounds every planner shares.
+ * projection is the liveness build's memory per step (a segment tree) less
+ * what the decisions free: an offload from the end of its copy to its
+ * prefetch, a removal up to its rebuild, plus what a rebuild keeps alive (its
+ * inputs, removed ones rebuilt on the way).  The state is the structure2vec
+ * embedding of the node graph (Eq. 1-2; edges join consecutive nodes and
+ * producer-consumer pairs, weighted by the time between them) with the six
+ * node features of 4.4.1; Q is Eq. 3 (dqnnet.c).  Rewards (4.7): minus each
+ * action's estimated time (a rebuild's compute; an offload's lateness behind
+ * the copy engines), plus the drop in the stall of copying the projected
+ * excess out and back in (a potential: it pays at once for memory freed where
+ * it is short); at the end of the episode one simulation replaces the
+ * estimates, so an episode's return is minus the simulated overhead, a peak
+ * over the budget paid as that stall.  Training (Alg. 1): epsilon-greedy with
+ * epsilon = 1 - k/l at episode k of l, experience replay, minibatches (Adam,
+ * a target network frozen for the episode) after each episode rather than
+ * after each action, so that an episode keeps one set of weights and its
+ * embedding is updated incrementally.  The plan is the greedy policy's, or
+ * the best training episode's when that was better; a peak the simulator
+ * still finds over the budget is repaired by the rounds every planner shares.
  * Per episode: a rollout of O(n log n + n d^(T-1) p^2) (d: degree), one
  * build, and DQN_UPDATES x DQN_BATCH passes of O(T (n + edges) p^2).
  */
