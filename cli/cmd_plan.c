@@ -216,8 +216,8 @@ static int set_seed(const char *name, const char *arg, void *dst)
 
 	errno = 0;
 	*seed = strtoull(arg, &end, 10);
-	if (errno || end == arg || *end || *arg == '-') {
-		cli_error(EXIT_BAD_INPUT, "%s: '%s' is not a whole number from 0 to 18446744073709551615", name, arg);
+	if (errno || end == arg || *end || *arg == '-' || *seed > INT64_MAX) {
+		cli_error(EXIT_BAD_INPUT, "%s: '%s' is not a whole number from 0 to 9223372036854775807", name, arg);
 		return -1;
 	}
 	return 0;

@@ -75,8 +75,10 @@ expect_run "--model needs dqn" 2 --stderr "memplan: plan: --model needs --planne
 	memplan plan examples/alexnet.json --budget $b --planner greedy --model "$TMP/m.json"
 expect_run "--save-model is not the net" 2 --stderr-grep "^memplan: plan: --save-model names 'examples/alexnet.json'" -- \
 	memplan plan examples/alexnet.json --budget $b --planner dqn --save-model examples/alexnet.json
-expect_run "bad seed" 2 --stderr "memplan: --seed: 'x' is not a whole number from 0 to 18446744073709551615" -- \
+expect_run "bad seed" 2 --stderr "memplan: --seed: 'x' is not a whole number from 0 to 9223372036854775807" -- \
 	memplan plan examples/alexnet.json --budget $b --planner dqn --seed x
+expect_run "seed too large" 2 --stderr-grep "^memplan: --seed: '9223372036854775808' is not a whole number" -- \
+	memplan plan examples/alexnet.json --budget $b --planner dqn --seed 9223372036854775808
 expect_run "bad episodes" 2 --stderr "memplan: --episodes: expected a whole number from 0 to 100000, got '-1'" -- \
 	memplan plan examples/alexnet.json --budget $b --planner dqn --episodes -1
 done_testing
