@@ -2,7 +2,7 @@
  * memplan plan NET.json --budget SIZE [--planner auto|all|NAME]
  *   [--device NAME|FILE] [--workspace none|dynamic|wr|wd] [--workspace-limit SIZE]
  *   [--checkpoints TYPES] [--time-limit SECONDS] [-o plan.json] [--trace FILE]
- *   [--format table|json]
+ *   [--format table|json] [--model FILE] [--save-model FILE] [--episodes N] [--seed N]
  * The fastest schedule that fits the budget, written as an executable plan.
  */
 #include <errno.h>
@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "../plan/capacity.h"
+#include "../plan/dqn.h"
 #include "../plan/arena.h"
 #include "../plan/plan.h"
 #include "../plan/planfile.h"
@@ -78,6 +79,11 @@ static json_t *plan_json_summary(const struct mp_net *net, const struct mp_plan_
 	json_object_set_new(o, "swap_in_bytes", json_integer((json_int_t)p->sim.h2d_bytes));
 	if (p->planner == MP_PLANNER_SUPERNEURONS)
 		json_object_set_new(o, "uncached_swap_bytes", json_integer((json_int_t)p->uncached_swap_bytes));
+	if (p->planner == MP_PLANNER_DQN && req->dqn_model) {
+		json_object_set_new(o, "dqn_episodes", json_integer(req->dqn_model->episodes));
+		json_object_set_new(o, "dqn_train_s", json_real(req->dqn_model->train_s));
+		json_object_set_new(o, "dqn_seed", json_integer((json_int_t)req->dqn_seed));
+	}
 	json_object_set_new(o, "recomputed_ops", json_integer(p->sim.n_recompute));
 	json_object_set_new(o, "recompute_ms", json_real(p->sim.recompute_ms));
 	json_object_set_new(o, "msr", json_real(p->msr));
@@ -129,6 +135,9 @@ static void print_plan(const struct mp_net *net, const struct mp_plan_req *req, 
 	if (n_alg)
 		printf("\n");
 	printf("metrics          MSR %.3f  EOR %.3f  CBR %.3f\n", p->msr, p->eor, p->cbr);
+	if (p->planner == MP_PLANNER_DQN && req->dqn_model)
+		printf("dqn training     %u episodes in %.2f s (seed %llu)\n", req->dqn_model->episodes,
+		       req->dqn_model->train_s, (unsigned long long)req->dqn_seed);
 }
 
 /* --budget, and whether it was given */
@@ -200,6 +209,20 @@ static int set_time_limit(const char *name, const char *arg, void *dst)
 	return 0;
 }
 
+static int set_seed(const char *name, const char *arg, void *dst)
+{
+	uint64_t *seed = dst;
+	char *end;
+
+	errno = 0;
+	*seed = strtoull(arg, &end, 10);
+	if (errno || end == arg || *end || *arg == '-' || *seed > INT64_MAX) {
+		cli_error(EXIT_BAD_INPUT, "%s: '%s' is not a whole number from 0 to 9223372036854775807", name, arg);
+		return -1;
+	}
+	return 0;
+}
+
 static void planners_help(void)
 {
 	char names[256];
@@ -218,6 +241,22 @@ static int check_outputs(const char *out_path, const char *trace_path, const cha
 		if (o && out_same_file(o, net_path))
 			return cli_error(EXIT_BAD_INPUT, "plan: '%s' is the net it reads: write the plan elsewhere", o);
 	}
+	return EXIT_OK;
+}
+
+/* --model and --save-model go with --planner dqn, and name files apart from
+ * the others. */
+static int check_dqn_args(const struct planner_arg *pl, const char *model_path, const char *save_path,
+			  const char *out_path, const char *trace_path, const char *net_path)
+{
+	const char *other[] = { out_path, trace_path, net_path };
+
+	if ((model_path || save_path) && (pl->all || pl->which != MP_PLANNER_DQN))
+		return cli_error(EXIT_BAD_INPUT, "plan: %s needs --planner dqn", model_path ? "--model" : "--save-model");
+	for (int k = 0; save_path && k < 3; k++)
+		if (other[k] && out_same_file(save_path, other[k]))
+			return cli_error(EXIT_BAD_INPUT, "plan: --save-model names '%s', which another option or the net names",
+					 save_path);
 	return EXIT_OK;
 }
 
@@ -327,7 +366,8 @@ static void print_plans(const struct mp_net *net, const struct mp_plan_req *req,
 
 int cmd_plan(int argc, char **argv)
 {
-	const char *device_arg = NULL, *out_path = NULL, *trace_path = NULL;
+	const char *device_arg = NULL, *out_path = NULL, *trace_path = NULL, *model_path = NULL, *save_path = NULL;
+	struct dqn_model model;
 	struct planner_arg pl = { MP_PLANNER_AUTO, 0 };
 	struct budget_arg budget = { 0, 0 };
 	struct mp_plan_req req;
@@ -343,6 +383,10 @@ int cmd_plan(int argc, char **argv)
 		OPT_STRING("output", 'o', "plan.json", CLI_LETTER, &out_path),
 		OPT_STRING("trace", 0, "FILE", 0, &trace_path),
 		OPT_FORMAT("format", "table|json", CLI_NEWLINE, &fmt, 0),
+		OPT_STRING("model", 0, "FILE", CLI_NEWLINE, &model_path),
+		OPT_STRING("save-model", 0, "FILE", 0, &save_path),
+		OPT_COUNT("episodes", "N", 0, &req.dqn_episodes, 0),
+		OPT_CALL("seed", 0, "N", 0, &req.dqn_seed, set_seed),
 		OPT_END(),
 	};
 	const struct cli_cmd cmd = { "plan", "NET.json", opts, NULL, planners_help, 0 };
@@ -356,7 +400,9 @@ int cmd_plan(int argc, char **argv)
 	char b1[32], b2[32], lab[300];
 
 	memset(&req, 0, sizeof(req));
+	memset(&model, 0, sizeof(model));
 	req.ws_mode = MP_WS_DYNAMIC;
+	req.dqn_seed = 1;
 	policy_opts_default(&req.popts);
 	if ((rc = cli_parse(&cmd, argc, argv, &at)) != CLI_GO)
 		return rc;
@@ -365,6 +411,11 @@ int cmd_plan(int argc, char **argv)
 		return cli_usage_error(&cmd);
 	if ((rc = check_outputs(out_path, trace_path, argv[at])) != EXIT_OK)
 		return rc;
+	if ((rc = check_dqn_args(&pl, model_path, save_path, out_path, trace_path, argv[at])) != EXIT_OK)
+		return rc;
+	if (model_path && dqn_model_load(model_path, &model, &err) < 0)
+		return cli_error(EXIT_BAD_INPUT, "--model: %s", err.msg);
+	req.dqn_model = &model;
 	if (device_arg && device_resolve(device_arg, &req.device, &err) < 0)
 		return cli_error(EXIT_BAD_INPUT, "--device: %s", err.msg);
 	if (!(net = cli_load_net_json(argv[at], &net_json)))
@@ -406,6 +457,8 @@ int cmd_plan(int argc, char **argv)
 		rc = k;
 	if (trace_path && (k = write_json_file(trace_path, plan_trace_json(net, &plans[best]), "--trace",
 					       JSON_REAL_PRECISION(12))) != EXIT_OK)
+		rc = k;
+	if (save_path && (k = write_json_file(save_path, dqn_model_json(&model), "--save-model", 0)) != EXIT_OK)
 		rc = k;
 out_plans:
 	for (int i = 0; i < MP_PLANNER_AUTO; i++)

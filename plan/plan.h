@@ -16,6 +16,8 @@
 
 #include "../analysis/analyze.h"
 
+struct dqn_model;
+
 enum mp_planner {
 	MP_PLANNER_SUPERNEURONS, MP_PLANNER_TFSWAP, MP_PLANNER_TENSILE,
 	MP_PLANNER_GREEDY,      /* cheapest bytes first at each peak: drop any op, swap */
@@ -26,12 +28,15 @@ enum mp_planner {
 	/* the exact MILP (Checkmate's), run only by name: its solve may take up
 	 * to the request's time limit */
 	MP_PLANNER_OPTIMAL = MP_PLANNER__COUNT,
+	/* the DQN (plan/dqn.c), run only by name: it trains for seconds and
+	 * is rarely better than greedy (bench/plan-quality.md) */
+	MP_PLANNER_DQN,
 	MP_PLANNER_AUTO,        /* not a planner: best of the first __COUNT */
 };
 const char *mp_planner_name(enum mp_planner p);
 int mp_planner_parse(const char *s); /* "auto" -> MP_PLANNER_AUTO; -1 */
 /* The names of the first count planners (MP_PLANNER__COUNT: those auto
- * runs; MP_PLANNER_AUTO: with optimal) joined by sep ("superneurons,
+ * runs; MP_PLANNER_AUTO: with optimal and dqn) joined by sep ("superneurons,
  * tf-swap, ..."), into buf (cut to n bytes).  Returns buf. */
 char *mp_planner_list(char *buf, size_t n, const char *sep, int count);
 
@@ -52,6 +57,14 @@ struct mp_plan_req {
 	double time_limit_s;            /* optimal: solver time limit; 0: OPT_DEFAULT_LIMIT_S */
 	double deadline_s;              /* optimal, set by plan_run: stop solving at this
 					 * plan_now_s() (arena retries share the limit); 0: none */
+	/* dqn */
+	uint32_t dqn_episodes;          /* training episodes; 0: the default (DQN_EPISODES
+					 * from fresh weights, none from a loaded model) */
+	uint64_t dqn_seed;              /* weights, exploration and replay sampling */
+	struct dqn_model *dqn_model;    /* borrowed, may be NULL: the weights to start
+					 * from (loaded) and, after plan_run, the trained
+					 * ones; its first training serves the arena
+					 * retries too */
 };
 
 struct mp_plan {

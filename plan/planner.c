@@ -14,7 +14,7 @@
 #include "convconf.h"
 
 static const char *const names[MP_PLANNER_AUTO + 1] = {
-	"superneurons", "tf-swap", "tensile", "greedy", "chain", "chen", "checkpoint-blocks", "optimal", "auto",
+	"superneurons", "tf-swap", "tensile", "greedy", "chain", "chen", "checkpoint-blocks", "optimal", "dqn", "auto",
 };
 
 const char *mp_planner_name(enum mp_planner p)
@@ -244,7 +244,7 @@ static int plan_attempt(const struct mp_net *net, const struct mp_route *r, enum
 {
 	static int (*const fns[MP_PLANNER_AUTO])(struct pl_state *, struct mp_plan *, struct mp_error *) = {
 		plan_superneurons, plan_tfswap, plan_tensile, plan_greedy, plan_chain, plan_chen, plan_blocks,
-		plan_optimal,
+		plan_optimal, plan_dqn,
 	};
 	struct pl_state S;
 	int reverted = 0;

@@ -20,6 +20,9 @@ int plan_chain(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_chen(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_blocks(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
+/* dqn (plan/dqn.c): swap and recompute decisions of a deep Q-network over a
+ * structure2vec embedding, trained on the simulator (or loaded). */
+int plan_dqn(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 
 /* Seconds on a monotonic clock (solver time limits). */
 double plan_now_s(void);

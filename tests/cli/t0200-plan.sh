@@ -86,14 +86,14 @@ expect_run "bad time limit" 2 --stderr "memplan: --time-limit: 'soon' is not a n
 	memplan plan examples/tiny.json --budget 1G --planner optimal --time-limit soon
 expect_run "zero time limit" 2 --stderr-grep "^memplan: --time-limit: '0' is not a number of seconds" -- \
 	memplan plan examples/tiny.json --budget 1G --planner optimal --time-limit 0
-expect_run "help lists the planners" 0 --stdout-grep "^planners: superneurons, tf-swap, tensile, greedy, chain, chen, checkpoint-blocks, optimal \(memplan-plan\(1\)\)$" -- \
+expect_run "help lists the planners" 0 --stdout-grep "^planners: superneurons, tf-swap, tensile, greedy, chain, chen, checkpoint-blocks, optimal, dqn \(memplan-plan\(1\)\)$" -- \
 	memplan plan -h
 
 # bad usage
 expect_run "no budget" 2 --stderr-grep "plan: --budget is required" -- memplan plan examples/tiny.json
 expect_run "bad budget" 2 --stderr "memplan: --budget: 'lots' is not a size (expected a number with an optional unit such as 512M or 11G)" -- \
 	memplan plan examples/tiny.json --budget lots
-expect_run "bad planner" 2 --stderr "memplan: --planner: unknown planner 'magic' (auto, superneurons, tf-swap, tensile, greedy, chain, chen, checkpoint-blocks, optimal, all)" -- \
+expect_run "bad planner" 2 --stderr "memplan: --planner: unknown planner 'magic' (auto, superneurons, tf-swap, tensile, greedy, chain, chen, checkpoint-blocks, optimal, dqn, all)" -- \
 	memplan plan examples/tiny.json --budget 1G --planner magic
 expect_run "bad workspace" 2 --stderr "memplan: --workspace: unknown mode 'big' (none, dynamic, wr, wd)" -- \
 	memplan plan examples/tiny.json --budget 1G --workspace big
