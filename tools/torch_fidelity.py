@@ -2,7 +2,8 @@
 """Compare memplan's liveness peak of an exported net with PyTorch's measured peak.
 
     python3 tools/torch_fidelity.py [--memplan ./memplan] [--tolerance 2] [--grads keep,set_to_none]
-                                    [--optimizer momentum] [--keep DIR] MODEL:SHAPE[=GEN]...
+                                    [--optimizer momentum] [--keep DIR] [--autocast bf16]
+                                    [--gen-args "ARGS"] MODEL:SHAPE[=GEN]...
 
 MODEL is MODULE:CALLABLE (as for memplan_torch.py), SHAPE the input's, e.g.
 torchvision.models:resnet18:8,3,224,224.  Per model and gradient mode, on
@@ -13,7 +14,9 @@ PyTorch's peak of one step after a warm-up step, from the profiler's memory
 events (memplan_torch.measure_peak).  With =GEN, the liveness peak of
 `memplan gen GEN --framework pytorch` at the same batch, image (a 4-D SHAPE's
 last two dimensions), optimizer and gradient mode is a third peak, its
-twin's.  Prints one line per run:
+twin's; --gen-args adds arguments to that gen (a sequence length, a
+precision).  --autocast bf16 runs every step's forward and loss under
+torch.autocast.  Prints one line per run:
 
     model batch grads torch_peak memplan_peak ratio gen_peak gen_ratio seconds ok|FAIL
 

@@ -45,6 +45,48 @@ static int pytorch_saves(const struct lspec *s, const struct mp_shape *out)
 	}
 }
 
+/*
+ * What Hugging Face's eager modules keep under PyTorch's autograd beyond
+ * the fused kernels memplan's layer types stand for (memplan-net(5),
+ * FRAMEWORK), as extra saved bytes of the layer (its .probs tensor) or
+ * workspace.  RMSNorm (LlamaRMSNorm: x.float(), pow(2), mean, rsqrt, x *
+ * rsqrt, .to(dtype), weight *): x.pow(2), which mean keeps, and x * rsqrt,
+ * which the product with the weight keeps, both float32; below float32 also
+ * x's float32 copy, which pow and the product keep (the cast of x * rsqrt
+ * back, which the weight's product keeps, has the size of x, which memplan
+ * keeps as the layer's input and PyTorch does not).  Eager attention with
+ * fewer kv-heads than heads: repeat_kv's expanded copies of k and v, which
+ * the two matmuls keep instead of k and v.  The loss (cross_entropy:
+ * log_softmax, then nll_loss): log_softmax's output beside its input in the
+ * forward, and nll_loss's dense gradient of it in the backward, each the
+ * size of the logits: workspace of both ops.
+ */
+static void pytorch_extras(const struct loader *L, struct lspec *s)
+{
+	uint64_t q, k, v;
+
+	switch (s->type) {
+	case MP_L_RMSNORM:
+		s->probs_bytes = (s->dtype == MP_DT_FLOAT32 ? 2 : 3) * 4 * s->elems;
+		break;
+	case MP_L_ATTENTION:
+		if (!s->probs_bytes || s->n_inputs != 3) /* flash or sdpa; eager only */
+			break;
+		q = L->ls[s->inputs[0]].out_bytes;
+		k = L->ls[s->inputs[1]].out_bytes;
+		v = L->ls[s->inputs[2]].out_bytes;
+		if (k < q && v < q)
+			s->probs_bytes += 2 * q - k - v;
+		break;
+	case MP_L_LOSS:
+		if (!s->ws_bytes && s->n_inputs)
+			s->ws_bytes = L->ls[s->inputs[0]].out_bytes;
+		break;
+	default:
+		break;
+	}
+}
+
 /* The lowering table of memplan-net(5). */
 unsigned default_saves(const struct lspec *s, const struct mp_shape *out, enum mp_framework fw)
 {
@@ -274,6 +316,9 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 		}
 	for (uint32_t k = 0; k < n; k++)
 		L->ls[k].per_sample = net->batch && L->ls[k].has_shape && L->ls[k].batch == net->batch;
+	if (net->framework == MP_FW_PYTORCH)
+		for (uint32_t k = 0; k < n; k++)
+			pytorch_extras(L, &L->ls[k]);
 	/* needs_grad in topological order: params, or an input that needs it */
 	for (uint32_t k = 0; k < n; k++) {
 		struct lspec *s = &L->ls[order[k]];
@@ -369,7 +414,7 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 			net->tensors[indices].per_sample = s->per_sample;
 		}
 		if (s->needs_grad && s->probs_bytes) {
-			probs = add_tensor(L, fmt_name(net, nm, ".probs"), s->probs_bytes, MP_TK_ACTIVATION, (int32_t)i);
+			probs = add_tensor(L, fmt_name(net, nm, s->type == MP_L_ATTENTION ? ".probs" : ".saved"), s->probs_bytes, MP_TK_ACTIVATION, (int32_t)i);
 			if (probs < 0)
 				goto dup_tensor;
 			net->tensors[probs].per_sample = s->per_sample;

@@ -139,6 +139,43 @@ static void test_framework(void)
 		CHECK(op_reads(pt, "transition1.pool.bwd", "transition1.conv.out"));
 		net_free(pt);
 	}
+	/* Hugging Face's eager modules: a llama of hidden 64, 4 heads of 16, 2
+	 * kv-heads, seq 8, batch 2 (16 tokens), vocabulary 100, float32.
+	 * LlamaRMSNorm: pow's result and x * rsqrt, 16 * 64 * 4 each: 8192 B;
+	 * eager attention: the probabilities 2 * 4 * 8 * 8 * 4 = 2048 B and
+	 * repeat_kv's k and v (q's 4096 B each) instead of k and v (2048 B
+	 * each): 4096 B more, 6144 B; cross_entropy: the logits' 16 * 100 * 4 = 6400 B as
+	 * workspace of loss.fwd and loss.bwd. */
+	{
+		struct zoo_opts l;
+
+		zoo_opts_init(&l);
+		l.batch = 2;
+		l.seq = 8;
+		l.depth = 1;
+		l.hidden = 64;
+		l.heads = 4;
+		l.kv_heads = 2;
+		l.ffn = 128;
+		l.vocab = 100;
+		l.attn = 1;
+		l.framework = MP_FW_PYTORCH;
+		if ((pt = load_opts("llama", &l))) {
+			CHECK_U64(tensor_bytes(pt, "layers.0.input_layernorm.saved"), 8192);
+			CHECK(op_reads(pt, "layers.0.input_layernorm.bwd", "layers.0.input_layernorm.saved"));
+			CHECK_U64(tensor_bytes(pt, "layers.0.self_attn.attn.probs"), 2048 + 4096);
+			CHECK_U64(tensor_bytes(pt, "loss.fwd.ws"), 6400);
+			CHECK_U64(tensor_bytes(pt, "loss.bwd.ws"), 6400);
+			net_free(pt);
+		}
+		l.framework = -1;
+		if ((cu = load_opts("llama", &l))) {
+			CHECK(net_find_tensor(cu, "layers.0.input_layernorm.saved") < 0);
+			CHECK_U64(tensor_bytes(cu, "layers.0.self_attn.attn.probs"), 2048);
+			CHECK(net_find_tensor(cu, "loss.fwd.ws") < 0);
+			net_free(cu);
+		}
+	}
 	o.framework = -1;
 	if ((cu = load_opts("mobilenet-v2", &o))) {
 		CHECK(cu->framework == MP_FW_CUDNN);
