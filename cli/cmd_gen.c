@@ -198,7 +198,8 @@ static int set_quant(const char *name, const char *arg, void *dst)
 		cli_error(EXIT_BAD_INPUT, "gen: %s: expected none, nf4 or nf4-dq, got '%s'", name, arg);
 		return -1;
 	}
-	g->given |= ZOO_OPT_LLAMA;
+	if (g->zo.quant)
+		g->given |= ZOO_OPT_LLAMA;
 	return 0;
 }
 
@@ -309,7 +310,7 @@ int cmd_gen(int argc, char **argv)
 		OPT_FLAG("tied", CLI_NEWLINE, &tied),
 		OPT_CALL("attn", 0, "flash|sdpa|eager", 0, &g, set_attn),
 		OPT_CALL("lora", 0, "R[,TARGETS]", 0, &g, set_lora),
-		OPT_CALL("quant", 0, "nf4|nf4-dq", CLI_NEWLINE, &g, set_quant),
+		OPT_CALL("quant", 0, "none|nf4|nf4-dq", CLI_NEWLINE, &g, set_quant),
 		OPT_CALL("dtype", 0, "float32|float16|bfloat16", 0, &g.zo.dtype, set_dtype),
 		OPT_CALL("optimizer", 0, "sgd|momentum|adam|adamw|none", CLI_NEWLINE, &g, set_optimizer),
 		OPT_CALL("precision", 0, "POLICY[,KIND=DTYPE]", 0, &g, set_precision),

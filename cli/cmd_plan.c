@@ -247,12 +247,13 @@ static int check_outputs(const char *out_path, const char *trace_path, const cha
 /* --model and --save-model go with --planner dqn, and name files apart from
  * the others. */
 static int check_dqn_args(const struct planner_arg *pl, const char *model_path, const char *save_path,
-			  const char *out_path, const char *trace_path, const char *net_path)
+			  bool episodes, bool seed, const char *out_path, const char *trace_path, const char *net_path)
 {
 	const char *other[] = { out_path, trace_path, net_path };
 
-	if ((model_path || save_path) && (pl->all || pl->which != MP_PLANNER_DQN))
-		return cli_error(EXIT_BAD_INPUT, "plan: %s needs --planner dqn", model_path ? "--model" : "--save-model");
+	if ((model_path || save_path || episodes || seed) && (pl->all || pl->which != MP_PLANNER_DQN))
+		return cli_error(EXIT_BAD_INPUT, "plan: %s needs --planner dqn", model_path ? "--model" :
+				 save_path ? "--save-model" : episodes ? "--episodes" : "--seed");
 	for (int k = 0; save_path && k < 3; k++)
 		if (other[k] && out_same_file(save_path, other[k]))
 			return cli_error(EXIT_BAD_INPUT, "plan: --save-model names '%s', which another option or the net names",
@@ -397,21 +398,30 @@ int cmd_plan(int argc, char **argv)
 	struct mp_net *net;
 	json_t *net_json;
 	int best = -1, lowest = -1;
+	bool seed_given, episodes_given;
 	char b1[32], b2[32], lab[300];
 
 	memset(&req, 0, sizeof(req));
 	memset(&model, 0, sizeof(model));
 	req.ws_mode = MP_WS_DYNAMIC;
-	req.dqn_seed = 1;
+	req.dqn_seed = UINT64_MAX;      /* (given or not: set_seed refuses it) */
+	req.dqn_episodes = UINT32_MAX;
 	policy_opts_default(&req.popts);
 	if ((rc = cli_parse(&cmd, argc, argv, &at)) != CLI_GO)
 		return rc;
+	seed_given = req.dqn_seed != UINT64_MAX;
+	episodes_given = req.dqn_episodes != UINT32_MAX;
+	if (!seed_given)
+		req.dqn_seed = 1;
+	if (!episodes_given)
+		req.dqn_episodes = 0;
 	req.budget_bytes = budget.bytes;
 	if (argc - at != 1)
 		return cli_usage_error(&cmd);
 	if ((rc = check_outputs(out_path, trace_path, argv[at])) != EXIT_OK)
 		return rc;
-	if ((rc = check_dqn_args(&pl, model_path, save_path, out_path, trace_path, argv[at])) != EXIT_OK)
+	if ((rc = check_dqn_args(&pl, model_path, save_path, episodes_given, seed_given, out_path, trace_path,
+				 argv[at])) != EXIT_OK)
 		return rc;
 	if (model_path && dqn_model_load(model_path, &model, &err) < 0)
 		return cli_error(EXIT_BAD_INPUT, "--model: %s", err.msg);

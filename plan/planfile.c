@@ -335,6 +335,7 @@ static int read_request(json_t *root, struct mp_plan_req *req, enum mp_planner *
 
 	memset(req, 0, sizeof(*req));
 	policy_opts_default(&req->popts);
+	req->dqn_seed = 1; /* memplan plan's default: the file does not record it */
 	if (member(root, "", "planner", &v, err) < 0 || jget_string(v, "planner", &s, err) < 0)
 		return -1;
 	if ((k = mp_planner_parse(s)) < 0) {

@@ -286,6 +286,17 @@ def _loss(loss, out, target):
     return out.reshape(())
 
 
+def _output(out):
+    """The tensor a model's output holds: the first of a tuple or list, a
+    dict's "logits" (Hugging Face), "out" (torchvision's segmentation) or
+    first value."""
+    if isinstance(out, (tuple, list)):
+        return out[0]
+    if isinstance(out, dict):
+        return out.get("logits", out.get("out", next(iter(out.values()))))
+    return out
+
+
 def _autocast(inputs, autocast):
     """torch.autocast for the step's forward and loss, or nothing."""
     if not autocast:
@@ -301,11 +312,7 @@ def train_step(model, inputs, target, loss, opt, grads, phase=None, autocast=Non
     if phase:
         phase("forward")
     with _autocast(inputs, autocast):
-        out = model(*inputs)
-        if isinstance(out, (tuple, list)):
-            out = out[0]
-        elif isinstance(out, dict):
-            out = out.get("logits", out.get("out", next(iter(out.values()))))
+        out = _output(model(*inputs))
         value = _loss(loss, out, target)
         del out
     if phase:
@@ -388,11 +395,7 @@ def _target(model, inputs, loss):
 
     def first():
         with torch.no_grad():
-            out = model(*inputs)
-        if isinstance(out, (tuple, list)):
-            out = out[0]
-        elif isinstance(out, dict):
-            out = out.get("logits", out.get("out", next(iter(out.values()))))
+            out = _output(model(*inputs))
         return make_target(loss, out)
     return _run_checked("the model", first)
 
@@ -485,7 +488,8 @@ def _per_sample(rec, model, inputs, loss, optimizer, grads, user_target, autocas
     recorded again, on a copy of the model, with every input whose first
     dimension is the batch N (the first input's) one sample longer, and a
     storage is per-sample when its bytes grow by exactly (N + 1) / N; the two
-    recordings must create the same storages in the same order.  Marks
+    recordings must create the same storages (kind, and the aten op that
+    made each) in the same order.  Marks
     rec's storages and returns N, or returns None (with the reason in
     rec.per_sample_why) when the batch cannot be varied."""
     import copy
@@ -506,8 +510,8 @@ def _per_sample(rec, model, inputs, loss, optimizer, grads, user_target, autocas
             return torch.randn(shape, device=x.device, dtype=x.dtype)
         return torch.randint(0, int(x.max()) + 1, shape, device=x.device, dtype=x.dtype)
     try:
-        m2 = copy.deepcopy(model)
-        in2 = [longer(x) for x in inputs]
+        m2, in2 = _run_checked("copying the model for batch %d" % (n + 1), lambda: (
+            copy.deepcopy(model), [longer(x) for x in inputs]))
         opt2 = make_optimizer(optimizer, m2.parameters())
         target2 = _target(m2, in2, loss)
         _run_checked("the warm-up step at batch %d" % (n + 1), lambda: train_step(m2, in2, target2, loss, opt2, grads, autocast=autocast))
@@ -519,6 +523,11 @@ def _per_sample(rec, model, inputs, loss, optimizer, grads, user_target, autocas
         rec.per_sample_why = "the step at batch %d creates %d storages, at batch %d %d" % (
             n, len(rec.storages), n + 1, len(rec2.storages))
         return None
+    for i, (a, b) in enumerate(zip(rec.storages, rec2.storages)):
+        if a.kind != b.kind or (a.producer < 0) != (b.producer < 0) or \
+                (a.producer >= 0 and rec.ops[a.producer].aten != rec2.ops[b.producer].aten):
+            rec.per_sample_why = "storage %d differs between the steps at batch %d and %d" % (i, n, n + 1)
+            return None
     for a, b in zip(rec.storages, rec2.storages):
         a.per_sample = a.nbytes > 0 and a.nbytes * (n + 1) == b.nbytes * n
     return n

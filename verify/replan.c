@@ -25,7 +25,9 @@ double replan_ewma(double alpha, double measured, double predicted)
 void replan_factors(const struct mp_net *net, const struct mp_exec_op_time *t, double alpha, double *factor)
 {
 	for (uint32_t k = 0; k < net->n_ops; k++)
-		factor[k] = t[k].runs && t[k].pred_ms > 0 ? replan_ewma(alpha, t[k].meas_ms, t[k].pred_ms) / t[k].pred_ms : 1;
+		/* 1 + alpha (m - p) / p: exactly 1 when the measurement is the
+		 * prediction, which alpha m + (1 - alpha) p over p need not be */
+		factor[k] = t[k].runs && t[k].pred_ms > 0 ? 1 + alpha * (t[k].meas_ms - t[k].pred_ms) / t[k].pred_ms : 1;
 }
 
 /* A string key of the report that must be there and be `want`. */

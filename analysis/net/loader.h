@@ -43,6 +43,9 @@ struct lspec {
 	bool frozen;             /* parameters without gradients or optimizer state */
 	uint8_t quant;           /* enum mp_quant of parameter 0 (frozen fc only) */
 	uint64_t dq_bytes;       /* its dequantized copy: each fwd and bwd op's workspace */
+	bool ws_per_sample;      /* the workspace grows with the batch though the
+				  * output does not (pytorch's loss: the logits') */
+	bool saves_given;        /* the file's "saves" */
 	uint64_t probs_bytes;    /* eager attention: the softmax probabilities it saves */
 	double ms[3];            /* fwd, bwd, update; <0: not given */
 	uint64_t ws_bytes;

@@ -48,13 +48,15 @@ static int pytorch_saves(const struct lspec *s, const struct mp_shape *out)
 /*
  * What Hugging Face's eager modules keep under PyTorch's autograd beyond
  * the fused kernels memplan's layer types stand for (memplan-net(5),
- * FRAMEWORK), as extra saved bytes of the layer (its .probs tensor) or
- * workspace.  RMSNorm (LlamaRMSNorm: x.float(), pow(2), mean, rsqrt, x *
- * rsqrt, .to(dtype), weight *): x.pow(2), which mean keeps, and x * rsqrt,
- * which the product with the weight keeps, both float32; below float32 also
- * x's float32 copy, which pow and the product keep (the cast of x * rsqrt
- * back, which the weight's product keeps, has the size of x, which memplan
- * keeps as the layer's input and PyTorch does not).  Eager attention with
+ * FRAMEWORK), as extra saved bytes of the layer (its .saved or .probs
+ * tensor) or workspace; a layer that says what it "saves" gets none.
+ * RMSNorm (LlamaRMSNorm: x.float(), pow(2), mean, rsqrt, x * rsqrt,
+ * .to(dtype), weight *): in float32 x.pow(2), which mean keeps (measured:
+ * torch 1.13 frees it in mean's backward), and x * rsqrt, which the
+ * weight's product keeps when the weight trains; below float32 x's float32
+ * copy, which pow and x * rsqrt keep, pow's result, and the cast of x *
+ * rsqrt back to x's dtype when the weight trains, less x itself, which
+ * memplan keeps as the layer's input and PyTorch does not.  Eager attention with
  * fewer kv-heads than heads: repeat_kv's expanded copies of k and v, which
  * the two matmuls keep instead of k and v.  The loss (cross_entropy:
  * log_softmax, then nll_loss): log_softmax's output beside its input in the
@@ -67,10 +69,16 @@ static void pytorch_extras(const struct loader *L, struct lspec *s)
 
 	switch (s->type) {
 	case MP_L_RMSNORM:
-		s->probs_bytes = (s->dtype == MP_DT_FLOAT32 ? 2 : 3) * 4 * s->elems;
+		if (s->saves_given)
+			break;
+		if (s->dtype == MP_DT_FLOAT32)
+			s->probs_bytes = (s->frozen ? 1 : 2) * 4 * s->elems;
+		else
+			s->probs_bytes = 8 * s->elems + (s->frozen ? 0 : s->out_bytes) -
+					 (s->n_inputs ? L->ls[s->inputs[0]].out_bytes : 0);
 		break;
 	case MP_L_ATTENTION:
-		if (!s->probs_bytes || s->n_inputs != 3) /* flash or sdpa; eager only */
+		if (!s->probs_bytes || s->n_inputs != 3 || s->saves_given) /* eager only */
 			break;
 		q = L->ls[s->inputs[0]].out_bytes;
 		k = L->ls[s->inputs[1]].out_bytes;
@@ -79,8 +87,10 @@ static void pytorch_extras(const struct loader *L, struct lspec *s)
 			s->probs_bytes += 2 * q - k - v;
 		break;
 	case MP_L_LOSS:
-		if (!s->ws_bytes && s->n_inputs)
+		if (!s->ws_bytes && !s->saves_given && s->n_inputs) {
 			s->ws_bytes = L->ls[s->inputs[0]].out_bytes;
+			s->ws_per_sample = L->ls[s->inputs[0]].per_sample;
+		}
 		break;
 	default:
 		break;
@@ -449,7 +459,7 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 			op->ws = add_tensor(L, fmt_name(net, nm, ".fwd.ws"), s->ws_bytes + s->dq_bytes, MP_TK_WORKSPACE, (int32_t)i);
 			if (op->ws < 0)
 				goto dup_tensor;
-			net->tensors[op->ws].per_sample = s->per_sample && !s->dq_bytes;
+			net->tensors[op->ws].per_sample = (s->per_sample || s->ws_per_sample) && !s->dq_bytes;
 		}
 		for (uint32_t k = 0; k < s->n_algos; k++)
 			if (s->algos[k].ms[0] >= 0)
@@ -567,7 +577,7 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 				op->ws = add_tensor(L, fmt_name(net, nm, ".bwd.ws"), s->ws_bytes + s->dq_bytes, MP_TK_WORKSPACE, (int32_t)i);
 				if (op->ws < 0)
 					goto dup_tensor;
-				net->tensors[op->ws].per_sample = s->per_sample && !s->dq_bytes;
+				net->tensors[op->ws].per_sample = (s->per_sample || s->ws_per_sample) && !s->dq_bytes;
 			}
 			for (uint32_t k = 0; k < s->n_algos; k++)
 				if (s->algos[k].ms[1] >= 0)

@@ -258,6 +258,10 @@ static int parse_quant(struct loader *L, struct lspec *s, json_t *v, const char 
 		mp_error_set(L->err, "%s: only a frozen fc layer's weight is quantized (QLoRA)", p);
 		return -1;
 	}
+	if (s->ws_bytes || s->n_algos) {
+		mp_error_set(L->err, "%s: a 4-bit layer's workspace is its dequantized weight: drop \"workspace\" and \"algos\"", p);
+		return -1;
+	}
 	s->quant = (uint8_t)q;
 	s->param_bytes[0] = mp_quant_bytes(s->param_elems[0], (enum mp_quant)q);
 	s->dq_bytes = s->param_elems[0] * mp_dtype_bytes(s->dtype);
@@ -670,6 +674,7 @@ int parse_layer(struct loader *L, json_t *obj, uint32_t idx)
 	if ((v = json_object_get(obj, "saves")) &&
 	    parse_saves(L, s, v, jget_path(p, sizeof(p), path, "saves")) < 0)
 		return -1;
+	s->saves_given = v != NULL;
 	if ((v = json_object_get(obj, "comment")) && !json_is_string(v)) {
 		mp_error_set(L->err, "%s.comment: expected a string, got %s", path, jget_type(v));
 		return -1;

@@ -97,6 +97,7 @@ bad layer-type-missing 'layers[1]: missing "type"'
 bad layer-type-number 'layers[1].type: expected a string, got an integer'
 bad layer-type-unknown "layers[1].type: unknown layer type 'convolution' (data, conv, fc, relu, sigmoid, tanh, elu, gelu, silu, pool, lrn, bn, layernorm, dropout, softmax, loss, add, concat, embedding, attention, reshape, custom)"
 bad quant-not-frozen "layers[1].quant: only a frozen fc layer's weight is quantized (QLoRA)"
+bad quant-workspace 'layers[1].quant: a 4-bit layer'"'"'s workspace is its dequantized weight: drop "workspace" and "algos"'
 bad quant-unknown "layers[1].quant: unknown quantization 'int4' (none, nf4, nf4-dq)"
 bad layer-unknown-key 'layers[2].inptus: unknown key (expected one of: name, type, inputs, shape, bytes, dtype, params, param_bytes, time, workspace, algos, saves, inplace, mode, kernel, stride, pad, dilation, groups, frozen, quant, heads, impl, comment)'
 bad layer-dtype-number 'layers[2].dtype: expected a string, got an integer'

@@ -13,7 +13,9 @@ live() {
 # the table, the training line's seconds masked
 b=$(( $(live alexnet) / 100 * 70 ))
 memplan plan examples/alexnet.json --budget $b --planner dqn -o "$TMP/a1.json" >"$TMP/table" 2>"$TMP/err"
-expect_run "alexnet 70%: exit 0, nothing on stderr" 0 --stderr "" -- sh -c "test -z \"\$(cat '$TMP/err')\""
+rc=$?
+expect_run "alexnet 70%: exit 0" 0 -- test "$rc" = 0
+expect_run "alexnet 70%: nothing on stderr" 0 --stderr "" -- sh -c "test -z \"\$(cat '$TMP/err')\""
 expect_run "alexnet 70%: fits" 0 --stdout-grep "^predicted peak .*: fits the budget" -- cat "$TMP/table"
 expect_run "alexnet 70%: training reported" 0 \
 	--stdout-grep "^dqn training     40 episodes in [0-9]+\.[0-9][0-9] s \(seed 1\)$" -- cat "$TMP/table"
@@ -71,6 +73,10 @@ expect_run "not a memplan model" 2 \
 	--stderr "memplan: --model: $TMP/bad4.json: format: 'keras', expected 'memplan-dqn'" -- \
 	memplan plan examples/alexnet.json --budget $b --planner dqn --model "$TMP/bad4.json" -o "$TMP/out.json"
 expect_run "no plan file written" 1 -- test -e "$TMP/out.json"
+expect_run "--seed needs dqn" 2 --stderr "memplan: plan: --seed needs --planner dqn" -- \
+	memplan plan examples/tiny.json --budget 1G --planner greedy --seed 3
+expect_run "--episodes needs dqn" 2 --stderr "memplan: plan: --episodes needs --planner dqn" -- \
+	memplan plan examples/tiny.json --budget 1G --episodes 3
 expect_run "--model needs dqn" 2 --stderr "memplan: plan: --model needs --planner dqn" -- \
 	memplan plan examples/alexnet.json --budget $b --planner greedy --model "$TMP/m.json"
 expect_run "--save-model is not the net" 2 --stderr-grep "^memplan: plan: --save-model names 'examples/alexnet.json'" -- \

@@ -286,7 +286,11 @@ static void test_plans(const char *path, const int *pcts, int n_pct, int n_fit)
 			plan_init(&p4);
 			CHECK(plan_run(f.net, &f.route, MP_PLANNER_DQN, &f.req, &p4, &err) == 0);
 			CHECK_U64(m1.episodes, 0);
-			CHECK(p4.sim.peak_bytes <= f.req.budget_bytes || !p4.fits);
+			CHECK(p4.fits == (p4.sim.peak_bytes <= f.req.budget_bytes &&
+					  p4.arena_bytes <= f.req.budget_bytes));
+			CHECK(sim_run(f.net, &f.req.device, &p4.sched, &again, &err) == 0);
+			CHECK_U64(again.peak_bytes, p4.sim.peak_bytes);
+			sim_release(&again);
 			plan_release(&p4);
 		}
 		f.req.dqn_model = NULL;

@@ -28,6 +28,18 @@ static void test_ewma(void)
 	for (int k = 0; k < 3; k++)
 		t = replan_ewma(0.3, 1.0, t);
 	CHECK_NEAR(t, 1 - 0.5 * 0.343, 1e-12);
+	/* a measurement that is the prediction leaves the time exactly as it
+	 * was (0.3 * 0.1 + 0.7 * 0.1 is not 0.1 in doubles) */
+	{
+		static const struct mp_exec_op_time same[3] = { { 1, 0.1, 0.1 }, { 2, 0.7, 0.7 }, { 1, 1.0 / 3, 1.0 / 3 } };
+		struct mp_net one = { 0 };
+		double f[3];
+
+		one.n_ops = 3;
+		replan_factors(&one, same, 0.3, f);
+		for (int k = 0; k < 3; k++)
+			CHECK(f[k] == 1.0);
+	}
 }
 
 static const char net_text[] =

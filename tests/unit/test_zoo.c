@@ -166,8 +166,34 @@ static void test_framework(void)
 			CHECK_U64(tensor_bytes(pt, "layers.0.self_attn.attn.probs"), 2048 + 4096);
 			CHECK_U64(tensor_bytes(pt, "loss.fwd.ws"), 6400);
 			CHECK_U64(tensor_bytes(pt, "loss.bwd.ws"), 6400);
+			/* the logits grow with the batch, and so does that workspace
+			 * (memplan capacity): scaled to batch 4, what batch 4 makes */
+			{
+				struct mp_error err = { "" };
+				struct mp_net *big = net_scaled(pt, 4, 1, 1, &err), *direct;
+
+				l.batch = 4;
+				direct = load_opts("llama", &l);
+				l.batch = 2;
+				CHECK(big != NULL && direct != NULL);
+				if (big && direct) {
+					CHECK_U64(tensor_bytes(big, "loss.bwd.ws"), 12800);
+					CHECK_U64(tensor_bytes(direct, "loss.bwd.ws"), 12800);
+					CHECK_U64(tensor_bytes(big, "layers.0.input_layernorm.saved"),
+						  tensor_bytes(direct, "layers.0.input_layernorm.saved"));
+				}
+				net_free(big);
+				net_free(direct);
+			}
 			net_free(pt);
 		}
+		/* a frozen norm's weight product keeps nothing: pow's result only */
+		l.lora_rank = 8;
+		if ((pt = load_opts("llama", &l))) {
+			CHECK_U64(tensor_bytes(pt, "layers.0.post_attention_layernorm.saved"), 4096);
+			net_free(pt);
+		}
+		l.lora_rank = 0;
 		l.framework = -1;
 		if ((cu = load_opts("llama", &l))) {
 			CHECK(net_find_tensor(cu, "layers.0.input_layernorm.saved") < 0);
