@@ -35,7 +35,8 @@ struct mp_net *net_scaled(const struct mp_net *net, uint32_t batch, double compu
 	c->layers = mp_xmalloc((net->n_layers + 1) * sizeof(*c->layers));
 	memcpy(c->tensors, net->tensors, net->n_tensors * sizeof(*c->tensors));
 	memcpy(c->ops, net->ops, net->n_ops * sizeof(*c->ops));
-	memcpy(c->layers, net->layers, net->n_layers * sizeof(*c->layers));
+	if (net->n_layers) /* (an explicit-op net has none: layers NULL) */
+		memcpy(c->layers, net->layers, net->n_layers * sizeof(*c->layers));
 	for (uint32_t i = 0; i < net->n_layers; i++) /* the shapes of per-sample outputs */
 		if (c->layers[i].shape.nd && c->layers[i].shape.d[0] == net->batch)
 			c->layers[i].shape.d[0] = batch;
