@@ -276,8 +276,15 @@ static int run_planners(const struct mp_net *net, const struct mp_route *route, 
 	return EXIT_OK;
 }
 
-struct jobs_arg;
-static json_t *jobs_summary_json(const struct mp_net *net, const struct jobs_arg *J, const struct mp_plan *p);
+/* The jobs of one run: their files, offsets and how they were chosen. */
+struct jobs_arg {
+	const char *offsets;       /* --offset as given, or NULL */
+	uint32_t n;                /* jobs (files); 1: a plan as ever */
+	double offset_ms[JOBS_MAX];
+	uint32_t tried;            /* offset candidates simulated; 0: given */
+	struct mp_net *nets[JOBS_MAX]; /* [n] each job's net, owned (jobs_load) */
+};
+static json_t *jobs_summary_json(const struct mp_net *net, const struct mp_plan *p);
 
 /* A plan's summary, with its jobs' when there are several. */
 static json_t *summary_json(const struct mp_net *net, const struct mp_plan_req *req, const struct jobs_arg *J,
@@ -285,8 +292,11 @@ static json_t *summary_json(const struct mp_net *net, const struct mp_plan_req *
 {
 	json_t *o = plan_json_summary(net, req, p);
 
-	if (net->n_jobs)
-		json_object_set_new(o, "jobs", jobs_summary_json(net, J, p));
+	if (net->n_jobs) {
+		json_object_set_new(o, "offsets", json_string(J->tried ? "worst" : "given"));
+		json_object_set_new(o, "offsets_tried", json_integer(J->tried));
+		json_object_set_new(o, "jobs", jobs_summary_json(net, p));
+	}
 	return o;
 }
 
@@ -345,14 +355,6 @@ static void print_plans(const struct mp_net *net, const struct mp_plan_req *req,
 
 /* --- several jobs ---------------------------------------------------------- */
 
-/* The jobs of one run: their files, offsets and how they were chosen. */
-struct jobs_arg {
-	const char *offsets;       /* --offset as given, or NULL */
-	uint32_t n;                /* jobs (files); 1: a plan as ever */
-	double offset_ms[JOBS_MAX];
-	uint32_t tried;            /* offset candidates simulated; 0: given */
-	struct mp_net *nets[JOBS_MAX]; /* [n] each job's net, owned (jobs_load) */
-};
 
 static void jobs_free(struct jobs_arg *J)
 {
@@ -466,7 +468,7 @@ static int jobs_alone(const struct jobs_arg *J, struct mp_net *net, enum mp_plan
 	return EXIT_OK;
 }
 
-static json_t *jobs_summary_json(const struct mp_net *net, const struct jobs_arg *J, const struct mp_plan *p)
+static json_t *jobs_summary_json(const struct mp_net *net, const struct mp_plan *p)
 {
 	json_t *arr = json_array();
 	double ms[JOBS_MAX];
@@ -481,7 +483,6 @@ static json_t *jobs_summary_json(const struct mp_net *net, const struct jobs_arg
 			"overhead", x->alone_ms > 0 ? ms[j] / x->alone_ms - 1 : 0.0,
 			"alone_peak_bytes", (json_int_t)x->alone_peak));
 	}
-	(void)J;
 	return arr;
 }
 
