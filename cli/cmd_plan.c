@@ -389,7 +389,7 @@ static int parse_offset(const char *item, void *ctx)
 
 /* The offsets: --offset's, one per job, or the worst found.  EXIT_OK, or
  * the exit status after printing. */
-static int jobs_offsets(struct jobs_arg *J, const struct mp_net *const *nets, char **files)
+static int jobs_offsets(struct jobs_arg *J, const struct mp_net *const *nets)
 {
 	struct mp_error err = { "" };
 
@@ -405,7 +405,6 @@ static int jobs_offsets(struct jobs_arg *J, const struct mp_net *const *nets, ch
 	}
 	if (jobs_worst_offsets(nets, J->n, NULL, J->offset_ms, &J->tried, &err) < 0)
 		return cli_error(EXIT_BAD_INPUT, "%s", err.msg);
-	(void)files;
 	return EXIT_OK;
 }
 
@@ -421,13 +420,20 @@ static int jobs_load(struct jobs_arg *J, char **files, struct mp_net **net, json
 	*net = NULL;
 	*net_json = json_array();
 	for (uint32_t j = 0; j < J->n; j++) {
+		struct mp_route r;
 		json_t *root;
 
 		if (!(nets[j] = cli_load_net_json(files[j], &root)))
 			goto out;
 		json_array_append_new(*net_json, root);
+		/* a net that does not route is named by its file, not its index */
+		if (route_build(nets[j], &r, &err) < 0) {
+			cli_error(EXIT_BAD_INPUT, "%s: %s", files[j], err.msg);
+			goto out;
+		}
+		route_release(&r);
 	}
-	if ((rc = jobs_offsets(J, (const struct mp_net *const *)nets, files)) != EXIT_OK)
+	if ((rc = jobs_offsets(J, (const struct mp_net *const *)nets)) != EXIT_OK)
 		goto out;
 	if (!(*net = jobs_merge((const struct mp_net *const *)nets, J->n, J->offset_ms, (const char *const *)files,
 				NULL, &err)))

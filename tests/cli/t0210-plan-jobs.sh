@@ -62,6 +62,9 @@ expect_run "a job that is a plan" 2 \
 	memplan plan $A "$TMP/ab.json" --budget 1M -o "$TMP/bad1.json"
 expect_run "a job that is not JSON" 2 --stderr-grep "^memplan: tests/cli/t0210-plan-jobs.sh: " -- \
 	memplan plan $A tests/cli/t0210-plan-jobs.sh --budget 1M -o "$TMP/bad2.json"
+expect_run "a job that does not route" 2 \
+	--stderr "memplan: tests/bad/op-reads-own-output.json: ops[0].inputs[1]: op 'f' reads 'y', which no earlier op writes" -- \
+	memplan plan $A tests/bad/op-reads-own-output.json --budget 1M -o "$TMP/bad7.json"
 expect_run "offset count" 2 --stderr "memplan: --offset: 1 offset for 2 jobs" -- \
 	memplan plan $A $B --budget 1M --offset 5 -o "$TMP/bad3.json"
 expect_run "offset value" 2 \
