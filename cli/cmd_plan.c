@@ -282,6 +282,7 @@ struct jobs_arg {
 	uint32_t n;                /* jobs (files); 1: a plan as ever */
 	double offset_ms[JOBS_MAX];
 	uint32_t tried;            /* offset candidates simulated; 0: given */
+	uint32_t n_given;          /* offsets --offset gave (parse_offset) */
 	struct mp_net *nets[JOBS_MAX]; /* [n] each job's net, owned (jobs_load) */
 };
 static json_t *jobs_summary_json(const struct mp_net *net, const struct mp_plan *p);
@@ -355,7 +356,6 @@ static void print_plans(const struct mp_net *net, const struct mp_plan_req *req,
 
 /* --- several jobs ---------------------------------------------------------- */
 
-
 static void jobs_free(struct jobs_arg *J)
 {
 	for (uint32_t j = 0; j < J->n; j++) {
@@ -371,7 +371,7 @@ static int parse_offset(const char *item, void *ctx)
 	char *end;
 	double v;
 
-	if (J->tried >= JOBS_MAX)
+	if (J->n_given >= JOBS_MAX)
 		return cli_error(EXIT_BAD_INPUT, "--offset: more than %u offsets", JOBS_MAX), -1;
 	errno = 0;
 	v = strtod(item, &end);
@@ -383,7 +383,7 @@ static int parse_offset(const char *item, void *ctx)
 		cli_error(EXIT_BAD_INPUT, "--offset: '%s' is not a time from 0 to 1e9 ms (12.5, 12.5ms or 0.5s)", item);
 		return -1;
 	}
-	J->offset_ms[J->tried++] = v;
+	J->offset_ms[J->n_given++] = v;
 	return 0;
 }
 
@@ -397,10 +397,9 @@ static int jobs_offsets(struct jobs_arg *J, const struct mp_net *const *nets)
 	if (J->offsets) {
 		if (cli_each_item(J->offsets, parse_offset, J) < 0)
 			return EXIT_BAD_INPUT;
-		if (J->tried != J->n)
-			return cli_error(EXIT_BAD_INPUT, "--offset: %u offset%s for %u jobs", J->tried,
-					 J->tried == 1 ? "" : "s", J->n);
-		J->tried = 0;
+		if (J->n_given != J->n)
+			return cli_error(EXIT_BAD_INPUT, "--offset: %u offset%s for %u jobs", J->n_given,
+					 J->n_given == 1 ? "" : "s", J->n);
 		return EXIT_OK;
 	}
 	if (jobs_worst_offsets(nets, J->n, NULL, J->offset_ms, &J->tried, &err) < 0)
