@@ -408,12 +408,48 @@ static void route_graph_release(struct route_graph *G)
 	free(G->edges);
 }
 
+/* A net that fixes its order (several jobs merged): that order, checked to
+ * be a permutation; the forward steps are its leading forward ops, the
+ * optimizer steps its trailing optimizer ops, the backward steps the rest. */
+static int route_fixed(const struct mp_net *net, struct mp_route *r, struct mp_error *err)
+{
+	uint32_t n = net->n_ops, f = 0, o = 0;
+
+	memset(r, 0, sizeof(*r));
+	r->op = mp_xmalloc((n + 1) * sizeof(*r->op));
+	r->pos = mp_xmalloc((n + 1) * sizeof(*r->pos));
+	for (uint32_t i = 0; i < n; i++)
+		r->pos[i] = UINT32_MAX;
+	for (uint32_t i = 0; i < n; i++) {
+		int32_t op = net->order[i];
+
+		if (op < 0 || (uint32_t)op >= n || r->pos[op] != UINT32_MAX) {
+			mp_error_set(err, "internal: the fixed order is not a permutation of the ops (step %u)", i);
+			route_release(r);
+			return -1;
+		}
+		r->op[i] = op;
+		r->pos[op] = i;
+	}
+	r->n = n;
+	while (f < n && net->ops[r->op[f]].phase == MP_PHASE_FWD)
+		f++;
+	while (o < n - f && net->ops[r->op[n - 1 - o]].phase == MP_PHASE_OPT)
+		o++;
+	r->n_fwd = f;
+	r->n_opt = o;
+	r->n_bwd = n - f - o;
+	return 0;
+}
+
 int route_build(const struct mp_net *net, struct mp_route *r, struct mp_error *err)
 {
 	uint32_t n = net->n_ops;
 	struct route_graph G = { .net = net, .n = n, .nt = net->n_tensors, .n_nodes = n };
 	int rc = -1;
 
+	if (net->order)
+		return route_fixed(net, r, err);
 	memset(r, 0, sizeof(*r));
 	r->op = mp_xmalloc((n + 1) * sizeof(*r->op));
 	r->pos = mp_xmalloc((n + 1) * sizeof(*r->pos));

@@ -19,7 +19,10 @@ struct mp_route {
 };
 
 /* Build the route.  0, or -1 with *err (a cycle, names an op on it; a read
- * of a tensor that only a later phase writes). */
+ * of a tensor that only a later phase writes).  A net with a fixed order
+ * (net->order: several jobs merged, analysis/jobs.h) keeps it: n_fwd counts
+ * its leading forward steps, n_opt its trailing optimizer steps, n_bwd the
+ * steps between, which may hold forward ops of jobs that started later. */
 int route_build(const struct mp_net *net, struct mp_route *r, struct mp_error *err);
 void route_release(struct mp_route *r);
 

@@ -93,7 +93,7 @@ static int add_planner_rows(const char *arg, uint32_t *rows)
 	return 0;
 }
 
-static const char *const vary_names[] = { "batch", "depth", "seq", "tokens" };
+static const char *const vary_names[] = { "batch", "depth", "seq", "tokens", "copies" };
 
 /* The value shown for size n: a depth for n3, tokens for a seq. */
 static uint64_t shown(const struct cap_query *q, uint32_t n)
@@ -221,7 +221,7 @@ static int write_svg(FILE *f, const struct gpu *g, const char *title, struct mp_
 	struct cap_cache cache = { 0 }; /* this chart's nets by size */
 	bool by_seq = g->q.vary == CAP_VARY_SEQ || g->q.vary == CAP_VARY_TOKENS;
 	const char *xname = g->q.vary == CAP_VARY_SEQ ? "sequence length" : g->q.vary == CAP_VARY_TOKENS ?
-			    "tokens per step" : "batch";
+			    "tokens per step" : g->q.vary == CAP_VARY_COPIES ? "copies" : "batch";
 	double xmax;
 
 	for (unsigned row = 0; row < CAP_N_ROWS; row++)
@@ -249,7 +249,8 @@ static int write_svg(FILE *f, const struct gpu *g, const char *title, struct mp_
 			if (!fits || ms <= 0)
 				continue;
 			xs[row][np[row]] = by_seq ? (double)shown(&g->q, n) : n;
-			pts[row][np[row]] = (by_seq ? cap_per_step(&g->q, n) : n) / (ms / 1000.0);
+			pts[row][np[row]] = (by_seq || g->q.vary == CAP_VARY_COPIES ? cap_per_step(&g->q, n) : n) /
+					    (ms / 1000.0);
 			if (pts[row][np[row]] > tmax)
 				tmax = pts[row][np[row]];
 			np[row]++;
@@ -350,6 +351,7 @@ struct cap_args {
 	uint64_t reserve;
 	uint32_t batch;         /* --model's batch; 0: the model's */
 	uint32_t depth, hidden, heads, seq; /* --model's; 0: the model's */
+	int copies;             /* --copies: copies of the net as jobs on one GPU */
 	enum mp_ws_mode ws;
 	struct mp_policy_opts popts;
 	/* resolved: the model and options regenerated at each size (--model,
@@ -402,6 +404,11 @@ static int check_args(const struct cap_args *A)
 		return cli_error(EXIT_BAD_INPUT, "--depth: not with --vary depth (the depth is what is varied)");
 	if (A->seq && by_seq(A))
 		return cli_error(EXIT_BAD_INPUT, "--seq: not with --vary %s (the seq is what is varied)", A->vary);
+	if (A->copies && A->model)
+		return cli_error(EXIT_BAD_INPUT, "--copies: only with a net file (the job to copy)");
+	if (A->copies && strcmp(A->vary, "batch"))
+		return cli_error(EXIT_BAD_INPUT, "--copies: not with --vary %s (the number of copies is what is varied)",
+				 A->vary);
 	return EXIT_OK;
 }
 
@@ -495,7 +502,7 @@ static int gpu_query(struct gpu *g, const struct cap_args *A, const struct mp_ne
 	if (add_planner_rows(A->planner, &q->rows) < 0)
 		return cli_error(EXIT_BAD_INPUT, "--planner: unknown planner '%s' (auto, %s, none)", A->planner,
 				 mp_planner_list(names, sizeof(names), ", ", MP_PLANNER__COUNT));
-	q->limit = q->vary == CAP_VARY_BATCH ? CAP_MAX_BATCH : CAP_MAX_N3;
+	q->limit = q->vary == CAP_VARY_BATCH ? CAP_MAX_BATCH : q->vary == CAP_VARY_COPIES ? CAP_MAX_COPIES : CAP_MAX_N3;
 	if (A->zmodel) {
 		struct mp_error err = { "" };
 
@@ -522,6 +529,9 @@ static void print_gpus(const struct gpu *gpus, uint32_t n_gpus, const struct cap
 	else if (A->model)
 		snprintf(what, sizeof(what), "%s%s", A->model,
 			 !strcmp(A->vary, "depth") ? " (depth varied, SuperNeurons' family)" : " (batch varied)");
+	else if (A->copies)
+		snprintf(what, sizeof(what), "copies of '%s' as jobs sharing the GPU, started together so that "
+			 "their peaks coincide (compute time-sliced)", net->name);
 	else
 		snprintf(what, sizeof(what), "'%s' (batch varied from %u)", net->name, net->batch);
 	if (A->fmt == FMT_JSON) {
@@ -554,6 +564,7 @@ int cmd_capacity(int argc, char **argv)
 	const struct cli_opt opts[] = {
 		OPT_STRING("gpu", 0, "NAME|SIZE[,...]", CLI_REQUIRED, &A.gpu),
 		OPT_STRING("vary", 0, "batch|seq|tokens", 0, &A.vary),
+		OPT_FLAG("copies", 0, &A.copies),
 		OPT_CALL("max-overhead", 0, "PCT", CLI_NEWLINE, &A.max_overhead, set_overhead),
 		OPT_STRING("planner", 0, "auto|NAME|none", 0, &A.planner),
 		OPT_SIZE("reserve", "SIZE", 0, &A.reserve),
@@ -591,6 +602,8 @@ int cmd_capacity(int argc, char **argv)
 		return rc;
 	if (!A.model && !(net = cli_load_net_json(argv[at], &root)))
 		return EXIT_BAD_INPUT;
+	if (A.copies)
+		A.vary = "copies";
 	if (A.model) {
 		A.zmodel = A.model;
 		zoo_opts_init(&A.zo);
@@ -602,7 +615,7 @@ int cmd_capacity(int argc, char **argv)
 	} else if (by_seq(&A) && (rc = net_generator(argv[at], root, net, &A)) != EXIT_OK) {
 		goto out;
 	}
-	if (net && !net->batch && !by_seq(&A)) {
+	if (net && !net->batch && !by_seq(&A) && !A.copies) {
 		rc = cli_error(EXIT_BAD_INPUT, "%s: the net has no batch to vary (no data layer with a shape)", argv[at]);
 		goto out;
 	}

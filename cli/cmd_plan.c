@@ -1,15 +1,19 @@
 /*
- * memplan plan NET.json --budget SIZE [--planner auto|all|NAME]
+ * memplan plan NET.json [NET2.json ...] --budget SIZE [--offset MS,...]
+ *   [--planner auto|all|NAME]
  *   [--device NAME|FILE] [--workspace none|dynamic|wr|wd] [--workspace-limit SIZE]
  *   [--checkpoints TYPES] [--time-limit SECONDS] [-o plan.json] [--trace FILE]
  *   [--format table|json] [--model FILE] [--save-model FILE] [--episodes N] [--seed N]
  * The fastest schedule that fits the budget, written as an executable plan.
+ * Several nets are several jobs on one GPU (analysis/jobs.h): merged at the
+ * offsets given, or at the worst ones found, and planned as one net.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "../analysis/jobs.h"
 #include "../plan/capacity.h"
 #include "../plan/dqn.h"
 #include "../plan/arena.h"
@@ -312,19 +316,44 @@ static int run_planners(const struct mp_net *net, const struct mp_route *route, 
 	return EXIT_OK;
 }
 
-static void print_plans_json(const struct mp_net *net, const struct mp_plan_req *req,
+/* The jobs of one run: their files, offsets and how they were chosen. */
+struct jobs_arg {
+	const char *offsets;       /* --offset as given, or NULL */
+	uint32_t n;                /* jobs (files); 1: a plan as ever */
+	double offset_ms[JOBS_MAX];
+	uint32_t tried;            /* offset candidates simulated; 0: given */
+	uint32_t n_given;          /* offsets --offset gave (parse_offset) */
+	struct mp_net *nets[JOBS_MAX]; /* [n] each job's net, owned (jobs_load) */
+};
+static json_t *jobs_summary_json(const struct mp_net *net, const struct mp_plan *p);
+
+/* A plan's summary, with its jobs' when there are several. */
+static json_t *summary_json(const struct mp_net *net, const struct mp_plan_req *req, const struct jobs_arg *J,
+			    const struct mp_plan *p)
+{
+	json_t *o = plan_json_summary(net, req, p);
+
+	if (net->n_jobs) {
+		json_object_set_new(o, "offsets", json_string(J->tried ? "worst" : "given"));
+		json_object_set_new(o, "offsets_tried", json_integer(J->tried));
+		json_object_set_new(o, "jobs", jobs_summary_json(net, p));
+	}
+	return o;
+}
+
+static void print_plans_json(const struct mp_net *net, const struct mp_plan_req *req, const struct jobs_arg *J,
 			     const struct mp_plan *plans, int all, int best, int lowest)
 {
 	json_t *root, *arr;
 
 	if (!all) {
-		out_json(stdout, plan_json_summary(net, req, &plans[best >= 0 ? best : lowest]));
+		out_json(stdout, summary_json(net, req, J, &plans[best >= 0 ? best : lowest]));
 		return;
 	}
 	root = json_object();
 	arr = json_array();
 	for (int i = 0; i < MP_PLANNER__COUNT; i++)
-		json_array_append_new(arr, plan_json_summary(net, req, &plans[i]));
+		json_array_append_new(arr, summary_json(net, req, J, &plans[i]));
 	json_object_set_new(root, "plans", arr);
 	json_object_set_new(root, "chosen", best >= 0 ? json_string(mp_planner_name((enum mp_planner)best)) : json_null());
 	out_json(stdout, root);
@@ -365,12 +394,177 @@ static void print_plans(const struct mp_net *net, const struct mp_plan_req *req,
 		print_plan(net, req, &plans[best]);
 }
 
+/* --- several jobs ---------------------------------------------------------- */
+
+static void jobs_free(struct jobs_arg *J)
+{
+	for (uint32_t j = 0; j < J->n; j++) {
+		net_free(J->nets[j]);
+		J->nets[j] = NULL;
+	}
+}
+
+/* One --offset item: milliseconds, bare or with "ms", or seconds with "s". */
+static int parse_offset(const char *item, void *ctx)
+{
+	struct jobs_arg *J = ctx;
+	char *end;
+	double v;
+
+	if (J->n_given >= JOBS_MAX)
+		return cli_error(EXIT_BAD_INPUT, "--offset: more than %u offsets", JOBS_MAX), -1;
+	errno = 0;
+	v = strtod(item, &end);
+	if (end != item && !strcmp(end, "s"))
+		v *= 1000;
+	else if (end != item && *end && strcmp(end, "ms"))
+		end = (char *)item;
+	if (errno || end == item || !(v >= 0) || v > 1e9) {
+		cli_error(EXIT_BAD_INPUT, "--offset: '%s' is not a time from 0 to 1e9 ms (12.5, 12.5ms or 0.5s)", item);
+		return -1;
+	}
+	J->offset_ms[J->n_given++] = v;
+	return 0;
+}
+
+/* The offsets: --offset's, one per job, or the worst found.  EXIT_OK, or
+ * the exit status after printing. */
+static int jobs_offsets(struct jobs_arg *J, const struct mp_net *const *nets)
+{
+	struct mp_error err = { "" };
+
+	J->tried = 0;
+	if (J->offsets) {
+		if (cli_each_item(J->offsets, parse_offset, J) < 0)
+			return EXIT_BAD_INPUT;
+		if (J->n_given != J->n)
+			return cli_error(EXIT_BAD_INPUT, "--offset: %u offset%s for %u jobs", J->n_given,
+					 J->n_given == 1 ? "" : "s", J->n);
+		return EXIT_OK;
+	}
+	if (jobs_worst_offsets(nets, J->n, NULL, J->offset_ms, &J->tried, &err) < 0)
+		return cli_error(EXIT_BAD_INPUT, "%s", err.msg);
+	return EXIT_OK;
+}
+
+/* Load the jobs' nets and merge them into *net, with *net_json the array of
+ * their files (plan_to_json's "jobs").  EXIT_OK, or the status after
+ * printing; nothing to free then. */
+static int jobs_load(struct jobs_arg *J, char **files, struct mp_net **net, json_t **net_json)
+{
+	struct mp_net **nets = J->nets;
+	struct mp_error err = { "" };
+	int rc = EXIT_BAD_INPUT;
+
+	*net = NULL;
+	*net_json = json_array();
+	for (uint32_t j = 0; j < J->n; j++) {
+		struct mp_route r;
+		json_t *root;
+
+		if (!(nets[j] = cli_load_net_json(files[j], &root)))
+			goto out;
+		json_array_append_new(*net_json, root);
+		/* a net that does not route is named by its file, not its index */
+		if (route_build(nets[j], &r, &err) < 0) {
+			cli_error(EXIT_BAD_INPUT, "%s: %s", files[j], err.msg);
+			goto out;
+		}
+		route_release(&r);
+	}
+	if ((rc = jobs_offsets(J, (const struct mp_net *const *)nets)) != EXIT_OK)
+		goto out;
+	if (!(*net = jobs_merge((const struct mp_net *const *)nets, J->n, J->offset_ms, (const char *const *)files,
+				NULL, &err)))
+		rc = cli_error(EXIT_BAD_INPUT, "%s", err.msg);
+out:
+	if (rc != EXIT_OK) {
+		jobs_free(J);
+		json_decref(*net_json);
+		*net_json = NULL;
+	}
+	return rc;
+}
+
+/* Each job alone under the plan's planner and request: its iteration time
+ * into net->jobs[j].alone_ms, what the overhead of sharing is measured
+ * against.  EXIT_OK, or the status after printing. */
+static int jobs_alone(const struct jobs_arg *J, struct mp_net *net, enum mp_planner which,
+		      const struct mp_plan_req *req)
+{
+	struct mp_error err = { "" };
+
+	for (uint32_t j = 0; j < J->n; j++) {
+		struct mp_route r;
+		struct mp_plan p;
+		int rc;
+
+		if (route_build(J->nets[j], &r, &err) < 0)
+			return cli_error(EXIT_INTERNAL, "plan: %s", err.msg);
+		plan_init(&p);
+		rc = plan_run(J->nets[j], &r, which, req, &p, &err);
+		if (rc == 0)
+			net->jobs[j].alone_ms = p.sim.time_ms;
+		plan_release(&p);
+		route_release(&r);
+		if (rc < 0)
+			return cli_error(EXIT_INTERNAL, "plan: %s alone: %s", net->jobs[j].name, err.msg);
+	}
+	return EXIT_OK;
+}
+
+static json_t *jobs_summary_json(const struct mp_net *net, const struct mp_plan *p)
+{
+	json_t *arr = json_array();
+	double ms[JOBS_MAX];
+
+	jobs_times(net, &p->sched, ms);
+	for (uint32_t j = 0; j < net->n_jobs; j++) {
+		const struct mp_job *x = &net->jobs[j];
+
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:f, s:s, s:f, s:f, s:f, s:I}", "name", x->name,
+			"file", x->file ? x->file : "", "offset_ms", x->offset_ms, "prefix", x->prefix,
+			"time_ms", ms[j], "alone_time_ms", x->alone_ms,
+			"overhead", x->alone_ms > 0 ? ms[j] / x->alone_ms - 1 : 0.0,
+			"alone_peak_bytes", (json_int_t)x->alone_peak));
+	}
+	return arr;
+}
+
+/* The jobs' lines of the table: how the offsets were chosen, then each
+ * job's iteration on the shared engine against alone. */
+static void print_jobs(const struct mp_net *net, const struct jobs_arg *J, const struct mp_plan *p)
+{
+	double ms[JOBS_MAX];
+	char b1[32];
+
+	jobs_times(net, &p->sched, ms);
+	printf("jobs             %u on one GPU, compute time-sliced; offsets ", net->n_jobs);
+	for (uint32_t j = 0; j < net->n_jobs; j++)
+		printf("%s%.3f", j ? ", " : "", net->jobs[j].offset_ms);
+	if (J->tried)
+		printf(" ms: the worst of %u alignment%s tried (the highest liveness peak)\n", J->tried,
+		       J->tried == 1 ? "" : "s");
+	else
+		printf(" ms: as given\n");
+	printf("  %-18s %10s %10s %10s %9s %11s  %s\n", "job", "offset ms", "alone ms", "shared ms", "overhead",
+	       "alone peak", "file");
+	for (uint32_t j = 0; j < net->n_jobs; j++) {
+		const struct mp_job *x = &net->jobs[j];
+
+		printf("  %-18s %10.3f %10.3f %10.3f %8.1f%% %11s  %s\n", x->name, x->offset_ms, x->alone_ms, ms[j],
+		       x->alone_ms > 0 ? 100.0 * (ms[j] / x->alone_ms - 1) : 0.0,
+		       mp_fmt_bytes(x->alone_peak, b1, sizeof(b1)), x->file ? x->file : "");
+	}
+}
+
 int cmd_plan(int argc, char **argv)
 {
 	const char *device_arg = NULL, *out_path = NULL, *trace_path = NULL, *model_path = NULL, *save_path = NULL;
 	struct dqn_model model;
 	struct planner_arg pl = { MP_PLANNER_AUTO, 0 };
 	struct budget_arg budget = { 0, 0 };
+	struct jobs_arg J;
 	struct mp_plan_req req;
 	int fmt = FMT_TABLE, k, rc, at;
 	const struct cli_opt opts[] = {
@@ -381,6 +575,7 @@ int cmd_plan(int argc, char **argv)
 		OPT_SIZE("workspace-limit", "SIZE", CLI_NEWLINE, &req.ws_limit_bytes),
 		OPT_CALL("checkpoints", 0, "conv,fc,...", 0, &req.popts.checkpoints, cli_set_checkpoints),
 		OPT_CALL("time-limit", 0, "SECONDS", CLI_NEWLINE, &req.time_limit_s, set_time_limit),
+		OPT_STRING("offset", 0, "MS,...", 0, &J.offsets),
 		OPT_STRING("output", 'o', "plan.json", CLI_LETTER, &out_path),
 		OPT_STRING("trace", 0, "FILE", 0, &trace_path),
 		OPT_FORMAT("format", "table|json", CLI_NEWLINE, &fmt, 0),
@@ -390,19 +585,21 @@ int cmd_plan(int argc, char **argv)
 		OPT_CALL("seed", 0, "N", 0, &req.dqn_seed, set_seed),
 		OPT_END(),
 	};
-	const struct cli_cmd cmd = { "plan", "NET.json", opts, NULL, planners_help, 0 };
+	const struct cli_cmd cmd = { "plan", "NET.json [NET2.json ...]", opts, NULL, planners_help, 0 };
 	struct mp_error err = { "" };
 	struct mp_plan plans[MP_PLANNER_AUTO];
 	struct mp_layer_min lmin;
 	struct mp_route route;
 	struct mp_net *net;
 	json_t *net_json;
+	const char *what;
 	int best = -1, lowest = -1;
 	bool seed_given, episodes_given;
 	char b1[32], b2[32], lab[300];
 
 	memset(&req, 0, sizeof(req));
 	memset(&model, 0, sizeof(model));
+	memset(&J, 0, sizeof(J));
 	req.ws_mode = MP_WS_DYNAMIC;
 	req.dqn_seed = UINT64_MAX;      /* (given or not: set_seed refuses it) */
 	req.dqn_episodes = UINT32_MAX;
@@ -416,10 +613,16 @@ int cmd_plan(int argc, char **argv)
 	if (!episodes_given)
 		req.dqn_episodes = 0;
 	req.budget_bytes = budget.bytes;
-	if (argc - at != 1)
+	if (argc - at < 1)
 		return cli_usage_error(&cmd);
-	if ((rc = check_outputs(out_path, trace_path, argv[at])) != EXIT_OK)
-		return rc;
+	if (argc - at > JOBS_MAX)
+		return cli_error(EXIT_BAD_INPUT, "plan: %d nets: at most %u jobs share one GPU", argc - at, JOBS_MAX);
+	J.n = (uint32_t)(argc - at);
+	if (J.n == 1 && J.offsets)
+		return cli_error(EXIT_BAD_INPUT, "--offset: one net is one job; give the nets of several jobs");
+	for (int i = at; i < argc; i++)
+		if ((rc = check_outputs(out_path, trace_path, argv[i])) != EXIT_OK)
+			return rc;
 	if ((rc = check_dqn_args(&pl, model_path, save_path, episodes_given, seed_given, out_path, trace_path,
 				 argv[at])) != EXIT_OK)
 		return rc;
@@ -428,12 +631,19 @@ int cmd_plan(int argc, char **argv)
 	req.dqn_model = &model;
 	if (device_arg && device_resolve(device_arg, &req.device, &err) < 0)
 		return cli_error(EXIT_BAD_INPUT, "--device: %s", err.msg);
-	if (!(net = cli_load_net_json(argv[at], &net_json)))
-		return EXIT_BAD_INPUT;
+	if (J.n == 1) {
+		if (!(net = cli_load_net_json(argv[at], &net_json)))
+			return EXIT_BAD_INPUT;
+		what = argv[at];
+	} else {
+		if ((rc = jobs_load(&J, argv + at, &net, &net_json)) != EXIT_OK)
+			return rc;
+		what = "plan";
+	}
 	if ((rc = device_and_budget(net, device_arg != NULL, budget.given, fmt, &req)) != EXIT_OK)
 		goto out_net;
 	if (route_build(net, &route, &err) < 0) {
-		rc = cli_error(EXIT_BAD_INPUT, "%s: %s", argv[at], err.msg);
+		rc = cli_error(EXIT_BAD_INPUT, "%s: %s", what, err.msg);
 		goto out_net;
 	}
 	policy_layer_min(net, &route, &lmin);
@@ -445,15 +655,21 @@ int cmd_plan(int argc, char **argv)
 	}
 	for (int i = 0; i < MP_PLANNER_AUTO; i++)
 		plan_init(&plans[i]);
-	if ((rc = run_planners(net, &route, pl.which, &req, plans, &best, &lowest, argv[at])) != EXIT_OK)
+	if ((rc = run_planners(net, &route, pl.which, &req, plans, &best, &lowest, what)) != EXIT_OK)
 		goto out_plans;
 	/* (unless the arena is the lower bound already) */
 	if (best >= 0 && plans[best].arena_bytes > plans[best].max_live_bytes)
 		plan_smallest_arena(net, &plans[best], req.budget_bytes);
-	if (fmt == FMT_JSON)
-		print_plans_json(net, &req, plans, pl.all, best, lowest);
-	else
+	if (net->n_jobs &&
+	    (rc = jobs_alone(&J, net, plans[best >= 0 ? best : lowest].planner, &req)) != EXIT_OK)
+		goto out_plans;
+	if (fmt == FMT_JSON) {
+		print_plans_json(net, &req, &J, plans, pl.all, best, lowest);
+	} else {
 		print_plans(net, &req, &lmin, plans, pl.all, best);
+		if (net->n_jobs)
+			print_jobs(net, &J, &plans[best >= 0 ? best : lowest]);
+	}
 	if (best < 0) {
 		const struct mp_plan *p = &plans[lowest];
 
@@ -478,5 +694,6 @@ out_route:
 out_net:
 	json_decref(net_json);
 	net_free(net);
+	jobs_free(&J);
 	return rc;
 }

@@ -119,6 +119,8 @@ static int read_plan(const char *path, json_t **root, struct mp_net **net, struc
 
 	if (!(*root = mp_json_load_file(path, &err)) || plan_read_json(*root, net, req, plan, &err) < 0)
 		return cli_error(EXIT_BAD_INPUT, "%s: %s", path, err.msg);
+	if ((*net)->n_jobs)
+		return cli_error(EXIT_BAD_INPUT, "replan: %s is a plan of several jobs, which memplan does not re-plan", path);
 	MP_ASSERT(plan_net_sha256(json_object_get(*root, "net"), sha) == 0);
 	return EXIT_OK;
 }

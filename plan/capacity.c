@@ -14,6 +14,8 @@
 #include "capacity.h"
 
 #include <stdlib.h>
+
+#include "../analysis/jobs.h"
 #include <string.h>
 
 const char *cap_row_name(unsigned row)
@@ -28,10 +30,37 @@ uint32_t cap_resnet_depth(uint32_t n)
 	return 3 * (6 + 32 + n + 6) + 2;
 }
 
+/* n copies of the net file (scaled to the GPU) as jobs on one GPU, merged at
+ * the worst offsets found: caller frees it. */
+static struct mp_net *build_copies(const struct cap_query *q, uint32_t n, struct mp_error *err)
+{
+	const struct mp_net *nets[JOBS_MAX], *one = q->base;
+	struct mp_net *scaled = NULL, *m = NULL;
+	double off[JOBS_MAX];
+
+	if (q->compute_factor != 1.0 || q->memory_factor != 1.0) {
+		if (!(scaled = net_scaled(q->base, q->base->batch, q->compute_factor, q->memory_factor, err)))
+			return NULL;
+		one = scaled;
+	}
+	/* copies of one job at one offset run in lockstep on the time-sliced
+	 * engine, every peak together: the worst alignment (jobs_worst_offsets
+	 * finds no other for identical jobs) */
+	for (uint32_t j = 0; j < n; j++) {
+		nets[j] = one;
+		off[j] = 0;
+	}
+	m = jobs_merge(nets, n, off, NULL, &q->device, err);
+	net_free(scaled);
+	return m;
+}
+
 /* The net at size n: caller frees it (and *gen, a generated net's JSON is not
  * kept). */
 static struct mp_net *build(const struct cap_query *q, uint32_t n, struct mp_error *err)
 {
+	if (q->vary == CAP_VARY_COPIES)
+		return build_copies(q, n, err);
 	if (!q->model)
 		return net_scaled(q->base, n, q->compute_factor, q->memory_factor, err);
 	{
@@ -61,6 +90,8 @@ double cap_per_step(const struct cap_query *q, uint32_t n)
 		return n;
 	case CAP_VARY_TOKENS:
 		return (double)q->zopts.batch * n;
+	case CAP_VARY_COPIES:
+		return (double)n * (q->base->batch ? q->base->batch : 1);
 	default:
 		return q->zopts.batch;
 	}

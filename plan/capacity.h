@@ -20,7 +20,9 @@
  * query's batch: a step of T tokens is batch sequences padded to
  * ceil(T / batch), so the most tokens that fit are batch * the longest seq
  * that fits, and one token more needs seq + 1. */
-enum cap_vary { CAP_VARY_BATCH, CAP_VARY_DEPTH, CAP_VARY_SEQ, CAP_VARY_TOKENS };
+/* COPIES: copies of the net file as jobs sharing the GPU, merged at their
+ * worst offsets (analysis/jobs.h), up to CAP_MAX_COPIES. */
+enum cap_vary { CAP_VARY_BATCH, CAP_VARY_DEPTH, CAP_VARY_SEQ, CAP_VARY_TOKENS, CAP_VARY_COPIES };
 
 /* What is measured: the four fixed strategies, then the planners. */
 #define CAP_N_ROWS (MP_STRAT__COUNT + MP_PLANNER__COUNT)
@@ -31,6 +33,9 @@ enum cap_vary { CAP_VARY_BATCH, CAP_VARY_DEPTH, CAP_VARY_SEQ, CAP_VARY_TOKENS };
  * blocks. */
 #define CAP_MAX_BATCH (1u << 20)
 #define CAP_MAX_N3 1000u
+/* The most copies searched: planning 32 merged copies of ResNet-50 (14720
+ * ops) takes each planner seconds, and the search plans several sizes. */
+#define CAP_MAX_COPIES 32u
 /* The longest sequence searched, when the model builds one that long. */
 #define CAP_MAX_SEQ (1u << 20)
 const char *cap_row_name(unsigned row);
@@ -62,7 +67,8 @@ struct cap_result {
 };
 
 /* What one step at size n carries, the numerator of res->throughput:
- * samples (the batch n, or the query's batch), or TOKENS' batch * n. */
+ * samples (the batch n, or the query's batch; COPIES' n times the net's
+ * batch), or TOKENS' batch * n. */
 double cap_per_step(const struct cap_query *q, uint32_t n);
 
 /* The depth of the n-th ResNet of SuperNeurons' family (n3 = n):

@@ -130,8 +130,10 @@ static void om_blocks(struct om *M)
 		const struct mp_tensor *x = &net->tensors[t];
 
 		M->tblk[t] = M->tfirst[t] = NONE;
+		/* written by an op of the forward steps (a merged net of several
+		 * jobs has forward ops after them too: those stay fixed) */
 		M->tracked[t] = !sched_persistent(x) && x->kind != MP_TK_WORKSPACE && x->producer >= 0 &&
-				net->ops[x->producer].phase == MP_PHASE_FWD;
+				net->ops[x->producer].phase == MP_PHASE_FWD && r->pos[x->producer] < r->n_fwd;
 		if (M->tracked[t])
 			M->tfirst[t] = r->pos[x->producer];
 	}

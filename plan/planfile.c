@@ -21,6 +21,7 @@
 #include <openssl/evp.h>
 
 #include "../analysis/base/jget.h"
+#include "../analysis/jobs.h"
 #include "arena.h"
 
 #define PLAN_FORMAT "memplan-plan/1"
@@ -195,6 +196,36 @@ static json_t *action_json(const struct mp_net *net, const struct mp_schedule *s
 	return o;
 }
 
+/* "jobs" of a plan of several jobs (memplan-plan(5)): each job's name,
+ * file, offset, prefix, predicted iteration against alone, and its net as
+ * given with its digest (nets: the jobs' net files, in order). */
+static json_t *jobs_json(const struct mp_net *net, json_t *nets, const struct mp_plan *p)
+{
+	json_t *arr = json_array();
+	double ms[JOBS_MAX];
+	char hex[65];
+
+	jobs_times(net, &p->sched, ms);
+	for (uint32_t j = 0; j < net->n_jobs; j++) {
+		const struct mp_job *J = &net->jobs[j];
+		json_t *o = json_object(), *nj = json_array_get(nets, j);
+
+		MP_ASSERT(json_is_object(nj) && plan_net_sha256(nj, hex) == 0);
+		json_object_set_new(o, "name", json_string(J->name));
+		json_object_set_new(o, "file", J->file ? json_string(J->file) : json_null());
+		json_object_set_new(o, "offset_ms", json_real(J->offset_ms));
+		json_object_set_new(o, "prefix", json_string(J->prefix));
+		json_object_set_new(o, "time_ms", json_real(ms[j]));
+		json_object_set_new(o, "alone_time_ms", json_real(J->alone_ms));
+		json_object_set_new(o, "overhead", json_real(J->alone_ms > 0 ? ms[j] / J->alone_ms - 1 : 0));
+		json_object_set_new(o, "alone_peak_bytes", json_integer((json_int_t)J->alone_peak));
+		json_object_set(o, "net", nj);
+		json_object_set_new(o, "net_sha256", json_string(hex));
+		json_array_append_new(arr, o);
+	}
+	return arr;
+}
+
 json_t *plan_to_json(const struct mp_net *net, json_t *net_json, const struct mp_plan_req *req,
 		     const struct mp_plan *p)
 {
@@ -204,7 +235,8 @@ json_t *plan_to_json(const struct mp_net *net, json_t *net_json, const struct mp
 	json_t *root = json_object(), *o, *sched, *ck = json_array();
 	char hex[65];
 
-	MP_ASSERT(net_json && json_is_object(net_json));
+	MP_ASSERT(net_json && (net->n_jobs ? json_is_array(net_json) && json_array_size(net_json) == net->n_jobs :
+				json_is_object(net_json)));
 	if (!p->offset) {
 		/* no arena yet: assign one on a shallow copy */
 		tmp = *p;
@@ -212,7 +244,7 @@ json_t *plan_to_json(const struct mp_net *net, json_t *net_json, const struct mp
 		plan_assign_arena(net, &tmp);
 		pa = &tmp;
 	}
-	MP_ASSERT(plan_net_sha256(net_json, hex) == 0);
+	MP_ASSERT(net->n_jobs || plan_net_sha256(net_json, hex) == 0);
 	json_object_set_new(root, "format", json_string(PLAN_FORMAT));
 	json_object_set_new(root, "planner", json_string(mp_planner_name(p->planner)));
 	json_object_set_new(root, "budget_bytes", json_integer((json_int_t)req->budget_bytes));
@@ -225,8 +257,12 @@ json_t *plan_to_json(const struct mp_net *net, json_t *net_json, const struct mp
 	json_object_set_new(root, "checkpoints", ck);
 	if (p->note[0])
 		json_object_set_new(root, "note", json_string(p->note));
-	json_object_set(root, "net", net_json);
-	json_object_set_new(root, "net_sha256", json_string(hex));
+	if (net->n_jobs) {
+		json_object_set_new(root, "jobs", jobs_json(net, net_json, p));
+	} else {
+		json_object_set(root, "net", net_json);
+		json_object_set_new(root, "net_sha256", json_string(hex));
+	}
 
 	o = json_object();
 	json_object_set_new(o, "peak_bytes", json_integer((json_int_t)sim->peak_bytes));
@@ -716,16 +752,127 @@ static int read_arena(json_t *v, struct mp_plan *p, struct mp_error *err)
 	return 0;
 }
 
+/* The "net" of holder (the plan, path ""; or a job, path "jobs[1]") with
+ * its "net_sha256": the digest checked before anything reads the net, then
+ * the net loaded into *net.  0, or -1 with *err naming the JSON path. */
+static int read_net(json_t *holder, const char *path, struct mp_net **net, struct mp_error *err)
+{
+	json_t *net_json, *v;
+	const char *s;
+	char hex[65], np[64], sp[64];
+
+	jget_path(np, sizeof(np), path, "net");
+	jget_path(sp, sizeof(sp), path, "net_sha256");
+	if (member(holder, path, "net", &net_json, err) < 0 || jget_object(net_json, np, err) < 0 ||
+	    member(holder, path, "net_sha256", &v, err) < 0 || jget_string(v, sp, &s, err) < 0)
+		return -1;
+	if (strlen(s) != 64 || strspn(s, "0123456789abcdefABCDEF") != 64) {
+		mp_error_set(err, "%s: expected 64 hexadecimal digits", sp);
+		return -1;
+	}
+	if (plan_net_sha256(net_json, hex) < 0) {
+		mp_error_set(err, "%s: cannot be serialized to check its digest", np);
+		return -1;
+	}
+	if (strcasecmp(s, hex) && (json_sha256_hex(net_json, false, hex) < 0 || strcasecmp(s, hex))) {
+		mp_error_set(err, "%s: does not match the embedded net (edited by hand?)", sp);
+		return -1;
+	}
+	if (!(*net = net_load_json(net_json, err))) {
+		mp_error_prefix(err, "%s: ", np);
+		return -1;
+	}
+	return 0;
+}
+
+/* One job of "jobs": its net into *net, its offset and file; its name and
+ * prefix are checked against the merge's once it is made. */
+static int read_job(json_t *x, const char *path, struct mp_net **net, double *offset, const char **file,
+		    struct mp_error *err)
+{
+	static const char *const keys[] = { "name", "file", "offset_ms", "prefix", "time_ms", "alone_time_ms",
+		"overhead", "alone_peak_bytes", "net", "net_sha256", NULL };
+	json_t *v;
+	char q[64];
+
+	*file = NULL;
+	if (jget_object(x, path, err) < 0 || jget_check_keys(x, path, keys, err) < 0)
+		return -1;
+	if (member(x, path, "offset_ms", &v, err) < 0 ||
+	    jget_nonneg(v, jget_path(q, sizeof(q), path, "offset_ms"), offset, err) < 0)
+		return -1;
+	if ((v = json_object_get(x, "file")) && !json_is_null(v) &&
+	    jget_string(v, jget_path(q, sizeof(q), path, "file"), file, err) < 0)
+		return -1;
+	return read_net(x, path, net, err);
+}
+
+/* "jobs" (a plan of several jobs): every job's net, merged again at the
+ * recorded offsets (analysis/jobs.h), into *net.  0, or -1 with *err. */
+static int read_jobs(json_t *root, struct mp_net **net, struct mp_error *err)
+{
+	struct mp_net *nets[JOBS_MAX] = { NULL };
+	const char *files[JOBS_MAX];
+	double offsets[JOBS_MAX];
+	json_t *arr = json_object_get(root, "jobs");
+	size_t n = json_array_size(arr);
+	char path[64];
+	int rc = -1;
+
+	*net = NULL;
+	if (json_object_get(root, "net") || json_object_get(root, "net_sha256")) {
+		mp_error_set(err, "%s: a plan of several jobs keeps each net in \"jobs\"",
+			     json_object_get(root, "net") ? "net" : "net_sha256");
+		return -1;
+	}
+	if (!json_is_array(arr) || n < 2 || n > JOBS_MAX) {
+		mp_error_set(err, "jobs: expected an array of 2 to %u jobs", JOBS_MAX);
+		return -1;
+	}
+	for (size_t j = 0; j < n; j++) {
+		snprintf(path, sizeof(path), "jobs[%zu]", j);
+		if (read_job(json_array_get(arr, j), path, &nets[j], &offsets[j], &files[j], err) < 0)
+			goto out;
+	}
+	if (!(*net = jobs_merge((const struct mp_net *const *)nets, (uint32_t)n, offsets, files, NULL, err)))
+		goto out;
+	for (size_t j = 0; j < n; j++) {
+		json_t *x = json_array_get(arr, j), *v = json_object_get(x, "alone_time_ms");
+		const char *name = json_string_value(json_object_get(x, "name"));
+
+		/* what the planner made of the job alone, as recorded */
+		snprintf(path, sizeof(path), "jobs[%zu].alone_time_ms", j);
+		if (v && jget_nonneg(v, path, &(*net)->jobs[j].alone_ms, err) < 0) {
+			net_free(*net);
+			*net = NULL;
+			goto out;
+		}
+		const char *prefix = json_string_value(json_object_get(x, "prefix"));
+
+		if (!name || strcmp(name, (*net)->jobs[j].name) || !prefix || strcmp(prefix, (*net)->jobs[j].prefix)) {
+			mp_error_set(err, "jobs[%zu]: expected name \"%s\" and prefix \"%s\" (the merge's)", j,
+				     (*net)->jobs[j].name, (*net)->jobs[j].prefix);
+			net_free(*net);
+			*net = NULL;
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	for (size_t j = 0; j < n && j < JOBS_MAX; j++)
+		net_free(nets[j]);
+	return rc;
+}
+
 int plan_read_json(json_t *root, struct mp_net **net_out, struct mp_plan_req *req_out,
 		   struct mp_plan *p_out, struct mp_error *err)
 {
 	static const char *const keys[] = { "format", "planner", "budget_bytes", "device",
 		"workspace_mode", "workspace_limit_bytes", "checkpoints", "note", "net", "net_sha256",
-		"prediction", "arena", "schedule", NULL };
+		"jobs", "prediction", "arena", "schedule", NULL };
 	struct mp_net *net = NULL;
-	json_t *v, *net_json;
+	json_t *v;
 	const char *s;
-	char hex[65];
 
 	*net_out = NULL;
 	plan_init(p_out);
@@ -746,24 +893,10 @@ int plan_read_json(json_t *root, struct mp_net **net_out, struct mp_plan_req *re
 	}
 	if (jget_check_keys(root, "", keys, err) < 0)
 		goto fail;
-	/* the net, checked against its digest before anything reads it */
-	if (member(root, "", "net", &net_json, err) < 0 || jget_object(net_json, "net", err) < 0 ||
-	    member(root, "", "net_sha256", &v, err) < 0 || jget_string(v, "net_sha256", &s, err) < 0)
-		goto fail;
-	if (strlen(s) != 64 || strspn(s, "0123456789abcdefABCDEF") != 64) {
-		mp_error_set(err, "net_sha256: expected 64 hexadecimal digits");
-		goto fail;
-	}
-	if (plan_net_sha256(net_json, hex) < 0) {
-		mp_error_set(err, "net: cannot be serialized to check its digest");
-		goto fail;
-	}
-	if (strcasecmp(s, hex) && (json_sha256_hex(net_json, false, hex) < 0 || strcasecmp(s, hex))) {
-		mp_error_set(err, "net_sha256: does not match the embedded net (edited by hand?)");
-		goto fail;
-	}
-	if (!(net = net_load_json(net_json, err))) {
-		mp_error_prefix(err, "net: ");
+	if (json_object_get(root, "jobs")) {
+		if (read_jobs(root, &net, err) < 0)
+			goto fail;
+	} else if (read_net(root, "", &net, err) < 0) {
 		goto fail;
 	}
 	if (read_request(root, req_out, &p_out->planner, err) < 0)

@@ -11,7 +11,9 @@
 #include "plan.h"
 
 /* The plan file (memplan-plan(5)). net_json is the net as loaded (embedded
- * verbatim with its SHA-256); budget and planner are recorded.  p's arena is
+ * verbatim with its SHA-256), or for a net of several jobs (net->n_jobs) an
+ * array of the jobs' nets in order, written in "jobs" with each job's
+ * offset, prefix and times; budget and planner are recorded.  p's arena is
  * assigned here if plan_assign_arena has not run.  A new reference, owned by
  * the caller.  Dump it with jansson's full real precision (no
  * JSON_REAL_PRECISION flag): the digest covers the net's numbers as
@@ -20,7 +22,8 @@ json_t *plan_to_json(const struct mp_net *net, json_t *net_json, const struct mp
 		     const struct mp_plan *p);
 
 /*
- * Read a plan file: validate it, load the embedded net (checking its SHA-256),
+ * Read a plan file: validate it, load the embedded net (checking its SHA-256;
+ * a plan of several jobs: every job's, merged again at their offsets),
  * rebuild the schedule, re-simulate it and check the arena offsets against
  * the new lifetimes.  p_out is initialised here (plan_init).  Returns 0 with
  * *net_out (free with net_free), *req_out and *p_out (plan_release) filled:

@@ -182,6 +182,21 @@ struct mp_layer {
 	struct mp_geom geom;   /* conv and pool layers */
 };
 
+/*
+ * One job of a net that merges several (analysis/jobs.h): its names carry
+ * prefix, and its ops, tensors and layers are the ranges [begin, end) of the
+ * merged net's arrays, in the job's own order.
+ */
+struct mp_job {
+	const char *name;      /* the job's net's name, or "j0", "j1", ... */
+	const char *prefix;    /* name + "/" */
+	const char *file;      /* the net file it came from, or NULL */
+	double offset_ms;      /* when it starts on the shared compute engine */
+	uint32_t op_begin, op_end, tensor_begin, tensor_end, layer_begin, layer_end;
+	double alone_ms;       /* its iteration alone (liveness, default algorithms) */
+	uint64_t alone_peak;   /* its liveness peak alone */
+};
+
 struct mp_net {
 	const char *name;
 	const char *time_source;  /* "measured", "roofline:v100-16g", ... or NULL */
@@ -203,6 +218,11 @@ struct mp_net {
 	struct mp_arena arena;     /* names and small arrays */
 	const struct mp_net *parent; /* net_scaled: the net whose names and arrays
 				      * this one borrows (must outlive it) */
+	int32_t *order;           /* [n_ops] a fixed execution order that
+				   * route_build keeps (several jobs merged),
+				   * in the arena; NULL: route the DAG */
+	uint32_t n_jobs;          /* jobs merged into this net; 0: one net */
+	struct mp_job *jobs;      /* [n_jobs], in the arena */
 };
 
 /*

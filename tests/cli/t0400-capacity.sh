@@ -114,4 +114,22 @@ expect_run "bad overhead" 2 --stderr "memplan: --max-overhead: 'lots' is not a p
 expect_run "empty gpu list" 2 --stderr "memplan: --gpu: ',' names no GPU (a catalog name such as k40c, or a size such as 12G, comma-separated)" -- \
 	memplan capacity examples/tiny.json --gpu , --svg "$TMP/none.svg"
 expect_run "empty gpu list wrote nothing" 1 -- test -e "$TMP/none.svg"
+# --copies: copies of tests/data/job-a.json as jobs started together.  n
+# copies in lockstep hold every x (1000 B) until their a2s run, and the last
+# a2 holds one x and every y (2000 B): a liveness peak of 2000 n + 1000, so
+# 9 fit in 20000 B (19000) and 10 do not; the baseline keeps every tensor,
+# 3010 n: 6 fit (18060)
+expect_run "copies: liveness 9" 0 --stdout-grep "^liveness +9 " -- \
+	memplan capacity tests/data/job-a.json --gpu 20000 --reserve 0 --copies --planner none
+expect_run "copies: baseline 6" 0 --stdout-grep "^baseline +6 " -- \
+	memplan capacity tests/data/job-a.json --gpu 20000 --reserve 0 --copies --planner none
+expect_run "copies: a swapping planner reaches the limit" 0 --stdout-grep "^greedy +32\+ " -- \
+	memplan capacity tests/data/job-a.json --gpu 20000 --reserve 0 --copies --planner greedy
+expect_run "copies: json" 0 --stdout-grep '"vary": "copies"' -- \
+	memplan capacity tests/data/job-a.json --gpu 20000 --reserve 0 --copies --planner none --format json
+expect_run "copies: not with --model" 2 --stderr "memplan: --copies: only with a net file (the job to copy)" -- \
+	memplan capacity --model resnet --gpu k40c --copies
+expect_run "copies: not with --vary seq" 2 \
+	--stderr "memplan: --copies: not with --vary seq (the number of copies is what is varied)" -- \
+	memplan capacity examples/gpt2-small.json --gpu k40c --vary seq --copies
 done_testing
