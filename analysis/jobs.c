@@ -225,9 +225,10 @@ static struct mp_net *merged_new(const struct mp_net *const *nets, uint32_t n, c
 	return m;
 }
 
-/* Job j alone: its liveness iteration and peak on dev. */
-static int run_alone(const struct mp_net *net, const struct mp_route *r, const struct mp_device *dev,
-		     struct mp_job *J, struct mp_error *err)
+/* A job alone under liveness on dev: its iteration time, peak and the route
+ * step of its peak op (each out pointer may be NULL).  0, or -1 with *err. */
+static int liveness_alone(const struct mp_net *net, const struct mp_route *r, const struct mp_device *dev,
+			  double *ms, uint64_t *peak, uint32_t *step, struct mp_error *err)
 {
 	struct mp_policy_opts po;
 	struct mp_schedule s;
@@ -241,10 +242,20 @@ static int run_alone(const struct mp_net *net, const struct mp_route *r, const s
 	sched_release(&s);
 	if (rc < 0)
 		return -1;
-	J->alone_ms = sim.time_ms;
-	J->alone_peak = sim.peak_bytes;
+	if (ms)
+		*ms = sim.time_ms;
+	if (peak)
+		*peak = sim.peak_bytes;
+	if (step)
+		*step = sim.n_steps ? r->pos[sim.steps[sim.peak_step].op] : 0;
 	sim_release(&sim);
 	return 0;
+}
+
+static int run_alone(const struct mp_net *net, const struct mp_route *r, const struct mp_device *dev,
+		     struct mp_job *J, struct mp_error *err)
+{
+	return liveness_alone(net, r, dev, &J->alone_ms, &J->alone_peak, NULL, err);
 }
 
 /* Route every job: 0, or -1 with *err naming the job. */
@@ -362,21 +373,7 @@ int jobs_liveness_peak(const struct mp_net *net, const struct mp_device *dev, ui
 static int peak_step(const struct mp_net *net, const struct mp_route *r, const struct mp_device *dev,
 		     uint32_t *step, struct mp_error *err)
 {
-	struct mp_policy_opts po;
-	struct mp_schedule s;
-	struct mp_sim sim;
-	int rc;
-
-	policy_opts_default(&po);
-	sched_init(&s);
-	policy_build(net, r, MP_STRAT_LIVENESS, &po, &s, NULL);
-	rc = sim_run(net, dev, &s, &sim, err);
-	sched_release(&s);
-	if (rc < 0)
-		return -1;
-	*step = sim.n_steps ? r->pos[sim.steps[sim.peak_step].op] : 0;
-	sim_release(&sim);
-	return 0;
+	return liveness_alone(net, r, dev, NULL, NULL, step, err);
 }
 
 /* Offsets that make each job's peak step (peak[j], its route step) start
