@@ -236,7 +236,7 @@ static int set_precision(const char *name, const char *arg, void *dst)
 	strcpy(buf, arg);
 	tok = strtok_r(buf, ",", &save);
 	if (!tok || mp_precision_preset(tok, &o->precision) < 0) {
-		cli_error(EXIT_BAD_INPUT, "gen: %s: expected fp32, bf16-mixed, fp16-mixed or bf16-pure, then ,KIND=DTYPE overrides, got '%s'",
+		cli_error(EXIT_BAD_INPUT, "gen: %s: expected fp32, bf16-mixed, fp16-mixed, bf16-pure, bf16-autocast or fp16-autocast, then ,KIND=DTYPE overrides, got '%s'",
 			  name, arg);
 		return -1;
 	}

@@ -97,6 +97,28 @@ static void pytorch_extras(const struct loader *L, struct lspec *s)
 	}
 }
 
+/*
+ * torch.autocast (a "-autocast" precision): an fc or conv layer computes in
+ * the activations' dtype from a copy of its float32 weight in that dtype
+ * (autocast's cache keeps one per weight for the step) and, when its input
+ * is in another dtype, a copy of the input; its backward keeps both copies,
+ * not the input itself.  Added as extra saved bytes (L.saved).
+ */
+static void autocast_extras(const struct loader *L, struct lspec *s)
+{
+	enum mp_dtype low = L->net->precision.act;
+	const struct lspec *in;
+
+	if ((s->type != MP_L_FC && s->type != MP_L_CONV) || !s->n_params || s->saves_given)
+		return;
+	s->probs_bytes += s->param_elems[0] * mp_dtype_bytes(low);
+	in = s->n_inputs ? &L->ls[s->inputs[0]] : NULL;
+	if (in && in->dtype != low && (s->saves & SAVE_INPUT)) {
+		s->probs_bytes += in->elems * mp_dtype_bytes(low);
+		s->saves &= ~SAVE_INPUT;
+	}
+}
+
 /* The lowering table of memplan-net(5). */
 unsigned default_saves(const struct lspec *s, const struct mp_shape *out, enum mp_framework fw)
 {
@@ -329,6 +351,9 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 	if (net->framework == MP_FW_PYTORCH)
 		for (uint32_t k = 0; k < n; k++)
 			pytorch_extras(L, &L->ls[k]);
+	if (net->precision.autocast)
+		for (uint32_t k = 0; k < n; k++)
+			autocast_extras(L, &L->ls[k]);
 	/* needs_grad in topological order: params, or an input that needs it */
 	for (uint32_t k = 0; k < n; k++) {
 		struct lspec *s = &L->ls[order[k]];

@@ -107,9 +107,13 @@ static const struct {
 						 MP_DT_FLOAT32, MP_DT_FLOAT32, true } },
 	[MP_PREC_BF16_PURE] = { "bf16-pure", { MP_PREC_BF16_PURE, MP_DT_BFLOAT16, MP_DT_BFLOAT16, MP_DT_BFLOAT16,
 					       MP_DT_BFLOAT16, -1, false } },
+	[MP_PREC_BF16_AUTOCAST] = { "bf16-autocast", { MP_PREC_BF16_AUTOCAST, MP_DT_BFLOAT16, MP_DT_FLOAT32,
+						       MP_DT_FLOAT32, MP_DT_FLOAT32, -1, false, true } },
+	[MP_PREC_FP16_AUTOCAST] = { "fp16-autocast", { MP_PREC_FP16_AUTOCAST, MP_DT_FLOAT16, MP_DT_FLOAT32,
+						       MP_DT_FLOAT32, MP_DT_FLOAT32, -1, true, true } },
 };
 
-const char mp_precision_list[] = "fp32, bf16-mixed, fp16-mixed, bf16-pure";
+const char mp_precision_list[] = "fp32, bf16-mixed, fp16-mixed, bf16-pure, bf16-autocast, fp16-autocast";
 
 void mp_precision_none(struct mp_precision *out)
 {

@@ -66,6 +66,7 @@ extern const char mp_optimizer_list[];            /* "none, sgd, momentum, adam,
 enum mp_precision_policy {
 	MP_PREC_NONE,       /* no "precision": everything in the layer's dtype */
 	MP_PREC_FP32, MP_PREC_BF16_MIXED, MP_PREC_FP16_MIXED, MP_PREC_BF16_PURE,
+	MP_PREC_BF16_AUTOCAST, MP_PREC_FP16_AUTOCAST,
 	MP_PREC__COUNT
 };
 struct mp_precision {
@@ -73,6 +74,8 @@ struct mp_precision {
 	enum mp_dtype act, params, grads, state;
 	int master;         /* enum mp_dtype, or -1: no master weights */
 	bool loss_scale;    /* fp16: GradScaler's scale and growth tracker */
+	bool autocast;      /* torch.autocast: fc and conv compute in act from
+			     * low-precision copies of their weight and input */
 };
 const char *mp_precision_name(enum mp_precision_policy p);
 extern const char mp_precision_list[];            /* "fp32, bf16-mixed, fp16-mixed, bf16-pure" */

@@ -123,6 +123,8 @@ struct zt attention_gqa(struct zb *b, const struct zt *q, const struct zt *k, co
 struct zt cast(struct zb *b, const struct zt *x, enum mp_dtype dt, const char *suffix);
 /* Freeze the parameters of the layer added last (no update time). */
 void freeze_last(struct zb *b);
+/* The last layer's output (o) and parameters in dt. */
+void dtype_last(struct zb *b, struct zt *o, enum mp_dtype dt);
 /* The last layer's weight (n elements) in 4 bits: "quant", and the time its
  * forward and backward take to dequantize it into the layer's dtype. */
 void quantize_last(struct zb *b, enum mp_quant q, uint64_t n);

@@ -634,6 +634,14 @@ struct zt cast(struct zb *b, const struct zt *x, enum mp_dtype dt, const char *s
 	return o;
 }
 
+void dtype_last(struct zb *b, struct zt *o, enum mp_dtype dt)
+{
+	json_t *l = json_array_get(b->layers, json_array_size(b->layers) - 1);
+
+	json_object_set_new(l, "dtype", json_string(mp_dtype_name(dt)));
+	o->esz = mp_dtype_bytes(dt);
+}
+
 void freeze_last(struct zb *b)
 {
 	json_t *l = json_array_get(b->layers, json_array_size(b->layers) - 1);

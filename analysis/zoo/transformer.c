@@ -143,6 +143,8 @@ struct llama_cfg {
 	uint32_t lora_rank;
 	unsigned lora_targets;
 	enum mp_quant quant;     /* of the frozen projections (QLoRA) */
+	bool f32_stream;         /* autocast: the embedding, the norms and the
+				  * residual stream stay float32 */
 };
 
 /* y * a constant (LoRA's alpha / r): autograd keeps nothing of a scalar. */
@@ -199,12 +201,16 @@ static void gen_llama(struct zb *b, const struct llama_cfg *c)
 	struct zt ids = data(b, "input_ids", 2, c->batch, c->seq, 0, 0, MP_DT_INT64), x, h, q, k, v, g, u;
 
 	x = embedding(b, &ids, c->vocab, c->hidden, "embed_tokens");
+	if (c->f32_stream)
+		dtype_last(b, &x, MP_DT_FLOAT32);
 	if (c->lora_rank)
 		freeze_last(b);
 	for (uint32_t i = 0; i < c->layers && !b->failed; i++) {
 		size_t save = zb_push(b, "layers.%u", i);
 
 		h = rmsnorm(b, &x, "input_layernorm");
+		if (c->f32_stream)
+			dtype_last(b, &h, MP_DT_FLOAT32);
 		if (c->lora_rank)
 			freeze_last(b);
 		q = proj(b, c, &h, c->hidden, c->qkv_bias, ZOO_LORA_Q, "self_attn.q_proj");
@@ -215,7 +221,11 @@ static void gen_llama(struct zb *b, const struct llama_cfg *c)
 		h = attention_gqa(b, &q, &k, &v, c->heads, c->eager, "self_attn.attn");
 		h = proj(b, c, &h, c->hidden, false, ZOO_LORA_O, "self_attn.o_proj");
 		x = add2(b, &x, &h, "residual_1");
+		if (c->f32_stream)
+			dtype_last(b, &x, MP_DT_FLOAT32);
 		h = rmsnorm(b, &x, "post_attention_layernorm");
+		if (c->f32_stream)
+			dtype_last(b, &h, MP_DT_FLOAT32);
 		if (c->lora_rank)
 			freeze_last(b);
 		g = proj(b, c, &h, c->ffn, false, ZOO_LORA_GATE, "mlp.gate_proj");
@@ -224,9 +234,13 @@ static void gen_llama(struct zb *b, const struct llama_cfg *c)
 		g = mul2(b, &g, &u, "mlp.mul");
 		h = proj(b, c, &g, c->hidden, false, ZOO_LORA_DOWN, "mlp.down_proj");
 		x = add2(b, &x, &h, "residual_2");
+		if (c->f32_stream)
+			dtype_last(b, &x, MP_DT_FLOAT32);
 		zb_pop(b, save);
 	}
 	x = rmsnorm(b, &x, "norm");
+	if (c->f32_stream)
+		dtype_last(b, &x, MP_DT_FLOAT32);
 	if (c->lora_rank)
 		freeze_last(b);
 	x = fc_rows(b, &x, (uint64_t)c->batch * c->seq, c->hidden, c->vocab, !c->tied, false, NULL, "lm_head");
@@ -244,6 +258,7 @@ int zoo_build_llama(struct zb *b, const struct zoo_opts *o)
 		o->batch, o->seq, o->depth, o->hidden, o->heads, o->kv_heads, o->ffn, o->vocab,
 		o->tied > 0, o->qkv_bias > 0, o->attn > 0, o->lora_rank,
 		o->lora_targets ? o->lora_targets : ZOO_LORA_QV, (enum mp_quant)o->quant,
+		(o->prec_given & ZOO_PREC_POLICY) && o->precision.autocast,
 	};
 	static const char *const tnames[] = { "q", "k", "v", "o", "gate", "up", "down" };
 	char targets[64] = "";

@@ -144,8 +144,8 @@ bad time-update-no-params 'layers[2].time.update: the layer has no parameters, s
 bad grads-unknown "grads: unknown mode 'sometimes' (keep or set_to_none)"
 bad framework-unknown "framework: unknown framework 'tensorflow' (cudnn or pytorch)"
 bad framework-number "framework: expected a string, got an integer"
-bad precision-unknown "precision: unknown policy 'tf32' (fp32, bf16-mixed, fp16-mixed, bf16-pure)"
-bad precision-no-policy 'precision: missing "policy" (fp32, bf16-mixed, fp16-mixed, bf16-pure)'
+bad precision-unknown "precision: unknown policy 'tf32' (fp32, bf16-mixed, fp16-mixed, bf16-pure, bf16-autocast, fp16-autocast)"
+bad precision-no-policy 'precision: missing "policy" (fp32, bf16-mixed, fp16-mixed, bf16-pure, bf16-autocast, fp16-autocast)'
 bad precision-key 'precision.gradients: unknown key (expected one of: policy, params, grads, master, optimizer_state)'
 bad precision-dtype "precision.optimizer_state: unknown dtype 'int3' (float32, float16, bfloat16, float64, float8, int8, uint8, int32, int64, bool)"
 bad precision-number 'precision: expected a policy name or an object, got an integer'

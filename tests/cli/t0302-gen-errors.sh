@@ -33,7 +33,7 @@ mkdir "$TMP/dir"
 expect_run "gen output is a directory" 2 --stderr "memplan: gen: cannot write '$TMP/dir': Is a directory" -- memplan gen vgg16 -o "$TMP/dir"
 expect_run "gen output is a directory: nothing left" 0 -- sh -c "test -z \"\$(ls -A '$TMP/dir')\" && test -z \"\$(ls '$TMP' | grep '^dir\\.')\""
 expect_run "gen output device full" 2 --stderr "memplan: gen: writing '/dev/full' failed: No space left on device" -- memplan gen vgg16 --batch 2 -o /dev/full
-expect_run "gen precision policy" 2 --stderr "memplan: gen: --precision: expected fp32, bf16-mixed, fp16-mixed or bf16-pure, then ,KIND=DTYPE overrides, got 'tf32'" -- memplan gen gpt2 --precision tf32
+expect_run "gen precision policy" 2 --stderr "memplan: gen: --precision: expected fp32, bf16-mixed, fp16-mixed, bf16-pure, bf16-autocast or fp16-autocast, then ,KIND=DTYPE overrides, got 'tf32'" -- memplan gen gpt2 --precision tf32
 expect_run "gen precision kind" 2 --stderr "memplan: gen: --precision: 'grad=fp32' is not KIND=DTYPE with KIND params, grads, master or state" -- memplan gen gpt2 --precision bf16-mixed,grad=fp32
 expect_run "gen precision empty item" 2 --stderr "memplan: gen: --precision: an empty item in 'bf16-mixed,,grads=float32'" -- memplan gen gpt2 --precision bf16-mixed,,grads=float32
 expect_run "gen precision dtype" 2 --stderr "memplan: gen: --precision: unknown dtype 'int3'" -- memplan gen gpt2 --precision bf16-mixed,state=int3

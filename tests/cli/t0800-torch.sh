@@ -37,14 +37,14 @@ expect_run "fidelity within 2%" 0 --stdout-grep 'small_transformer +8 keep .* ok
 	torch_fidelity:small_transformer:8,16,128
 
 # a small Llama-style decoder (RMSNorm, RoPE, grouped-query eager attention,
-# SwiGLU), both modes: in float32, the exporter and memplan gen llama's twin
-# within 2%; under bf16 autocast the exporter (the twin is not: memplan has
-# no autocast policy, bench/fidelity.md)
+# SwiGLU), both modes, in float32 and under bf16 autocast: the exporter and
+# memplan gen llama's twin (--precision bf16-autocast) within 2%
 llama="--depth 2 --hidden 128 --heads 4 --kv-heads 2 --ffn 352 --vocab 1000 --seq 128 --attn eager"
 expect_run "small llama and its gen twin" 0 --stdout-grep 'small_llama +4 keep .* ok$' -- \
 	$PY tools/torch_fidelity.py --memplan "$MEMPLAN" "torch_fidelity:small_llama:4,128,1=llama" --gen-args "$llama"
-expect_run "small llama under bf16 autocast" 0 --stdout-grep 'small_llama +4 keep .* ok$' -- \
-	$PY tools/torch_fidelity.py --memplan "$MEMPLAN" --autocast bf16 torch_fidelity:small_llama:4,128,1
+expect_run "small llama under bf16 autocast, and its twin" 0 --stdout-grep 'small_llama +4 keep .* ok$' -- \
+	$PY tools/torch_fidelity.py --memplan "$MEMPLAN" --autocast bf16 "torch_fidelity:small_llama:4,128,1=llama" \
+	--gen-args "$llama --precision bf16-autocast"
 expect_run "autocast: export" 0 -- $EXP torch_fidelity:small_llama --input 2,16,1 --autocast bf16 -o "$TMP/ac.json"
 expect_run "autocast: the file says so" 0 --stdout-grep '"autocast": "bf16"' -- cat "$TMP/ac.json"
 expect_run "autocast: bf16 or fp16" 2 --stderr "memplan_torch: --autocast: expected bf16 or fp16, got 'int8'" -- \

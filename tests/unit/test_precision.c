@@ -111,6 +111,46 @@ static void test_policies(void)
 			net_free(net);
 		}
 	}
+	/* torch.autocast: float32 parameters, gradients and moments, no master
+	 * (fp16: GradScaler's 8 bytes); the fc keeps a bfloat16 copy of its
+	 * weight (16384 * 2 bytes), and of its input when that is float32
+	 * (4 * 256 * 2 = 2048 more), instead of the input */
+	expect("adamw", "\"bf16-autocast\"", 4 * N, 4 * N, 8 * N);
+	expect("adam", "\"fp16-autocast\"", 4 * N, 4 * N, 8 * N + 8);
+	{
+		static const char text[] =
+			"{\"format\": \"memplan-net/1\", \"name\": \"fc\", \"optimizer\": \"adamw\", \"precision\": \"bf16-autocast\","
+			" \"layers\": [{\"name\": \"x\", \"type\": \"data\", \"shape\": [4, 256], \"dtype\": \"float32\"},"
+			"  {\"name\": \"fc\", \"type\": \"fc\", \"inputs\": [\"x\"], \"shape\": [4, 64], \"params\": [[64, 256], [64]]},"
+			"  {\"name\": \"loss\", \"type\": \"loss\", \"inputs\": [\"fc\"], \"shape\": [4]}]}";
+		struct mp_net *net = load_fc("adamw", "\"bf16-autocast\"");
+		struct mp_error err = { "" };
+		json_t *root;
+
+		if (net) {
+			CHECK(net->precision.autocast);
+			CHECK_U64(tensor_bytes(net, "fc.out"), 2 * 4 * 64);
+			CHECK_U64(tensor_bytes(net, "fc.param0"), 4 * N_W);
+			CHECK_U64(tensor_bytes(net, "fc.saved"), 2 * N_W); /* x is bfloat16 already */
+			CHECK(net_find_tensor(net, "fc.param0.master") < 0);
+			net_free(net);
+		}
+		root = json_loads(text, 0, NULL);
+		net = root ? net_load_json(root, &err) : NULL;
+		json_decref(root);
+		CHECK(net != NULL);
+		if (net) {
+			int32_t bwd = net_find_op(net, "fc.bwd"), x = net_find_tensor(net, "x.out");
+
+			CHECK_U64(tensor_bytes(net, "fc.saved"), 2 * N_W + 2 * 4 * 256);
+			CHECK(bwd >= 0 && x >= 0);
+			for (uint32_t k = 0; bwd >= 0 && k < net->ops[bwd].n_in; k++)
+				CHECK(net->ops[bwd].in[k] != x); /* the copy, not the input */
+			net_free(net);
+		} else {
+			fprintf(stderr, "autocast: %s\n", err.msg);
+		}
+	}
 	CHECK_U64(mp_state_bytes(4095, MP_DT_INT8), 4 * 4095);
 	CHECK_U64(mp_state_bytes(4096, MP_DT_INT8), 4096 + 4 * 2);
 	CHECK_U64(mp_state_bytes(4097, MP_DT_INT8), 4097 + 4 * 3);
