@@ -46,6 +46,8 @@ struct lspec {
 	bool ws_per_sample;      /* the workspace grows with the batch though the
 				  * output does not (pytorch's loss: the logits') */
 	bool saves_given;        /* the file's "saves" */
+	uint64_t wcopy_bytes;    /* autocast: the weight's low-precision copy the
+				  * backward keeps (L.wcopy, not per-sample) */
 	uint64_t probs_bytes;    /* eager attention: the softmax probabilities it saves */
 	double ms[3];            /* fwd, bwd, update; <0: not given */
 	uint64_t ws_bytes;

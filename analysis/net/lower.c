@@ -102,7 +102,7 @@ static void pytorch_extras(const struct loader *L, struct lspec *s)
  * the activations' dtype from a copy of its float32 weight in that dtype
  * (autocast's cache keeps one per weight for the step) and, when its input
  * is in another dtype, a copy of the input; its backward keeps both copies,
- * not the input itself.  Added as extra saved bytes (L.saved).
+ * not the input itself: L.wcopy (not per-sample) and L.saved.
  */
 static void autocast_extras(const struct loader *L, struct lspec *s)
 {
@@ -111,7 +111,7 @@ static void autocast_extras(const struct loader *L, struct lspec *s)
 
 	if ((s->type != MP_L_FC && s->type != MP_L_CONV) || !s->n_params || s->saves_given)
 		return;
-	s->probs_bytes += s->param_elems[0] * mp_dtype_bytes(low);
+	s->wcopy_bytes = s->param_elems[0] * mp_dtype_bytes(low);
 	in = s->n_inputs ? &L->ls[s->inputs[0]] : NULL;
 	if (in && in->dtype != low && (s->saves & SAVE_INPUT)) {
 		s->probs_bytes += in->elems * mp_dtype_bytes(low);
@@ -386,7 +386,7 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 		struct mp_layer *ly = &net->layers[i];
 		const char *nm = s->name;
 		int32_t *pid = arena_array(net, s->n_params, sizeof(int32_t));
-		int32_t mask = -1, stats = -1, indices = -1, probs = -1, op_id;
+		int32_t mask = -1, stats = -1, indices = -1, probs = -1, wcopy = -1, op_id;
 		struct mp_op *op;
 		char path[64];
 
@@ -454,6 +454,11 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 				goto dup_tensor;
 			net->tensors[probs].per_sample = s->per_sample;
 		}
+		if (s->needs_grad && s->wcopy_bytes) {
+			wcopy = add_tensor(L, fmt_name(net, nm, ".wcopy"), s->wcopy_bytes, MP_TK_ACTIVATION, (int32_t)i);
+			if (wcopy < 0)
+				goto dup_tensor;
+		}
 		ly->mask = mask;
 		ly->stats = stats;
 		/* forward op */
@@ -476,6 +481,8 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 			idl_add(&out, indices);
 		if (probs >= 0)
 			idl_add(&out, probs);
+		if (wcopy >= 0)
+			idl_add(&out, wcopy);
 		op->in = idl_commit(net, &in, &op->n_in);
 		op->out = idl_commit(net, &out, &op->n_out);
 		op->batch = s->batch;
@@ -548,7 +555,7 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 				    (!(s->type == MP_L_CONV || s->type == MP_L_FC) || (int32_t)k == first_param))
 					idl_add(&in, fop->in[k]);
 		}
-		for (uint32_t k = 1; k < fop->n_out; k++) /* mask, stats, indices, probs */
+		for (uint32_t k = 1; k < fop->n_out; k++) /* mask, stats, indices, probs, wcopy */
 			idl_add(&in, fop->out[k]);
 		if (dout[i] >= 0)
 			idl_add(&in, dout[i]);

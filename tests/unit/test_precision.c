@@ -131,7 +131,10 @@ static void test_policies(void)
 			CHECK(net->precision.autocast);
 			CHECK_U64(tensor_bytes(net, "fc.out"), 2 * 4 * 64);
 			CHECK_U64(tensor_bytes(net, "fc.param0"), 4 * N_W);
-			CHECK_U64(tensor_bytes(net, "fc.saved"), 2 * N_W); /* x is bfloat16 already */
+			CHECK_U64(tensor_bytes(net, "fc.wcopy"), 2 * N_W);
+			CHECK(net_find_tensor(net, "fc.saved") < 0); /* x is bfloat16 already */
+			CHECK(net_find_tensor(net, "fc.wcopy") >= 0 &&
+			      !net->tensors[net_find_tensor(net, "fc.wcopy")].per_sample);
 			CHECK(net_find_tensor(net, "fc.param0.master") < 0);
 			net_free(net);
 		}
@@ -142,7 +145,8 @@ static void test_policies(void)
 		if (net) {
 			int32_t bwd = net_find_op(net, "fc.bwd"), x = net_find_tensor(net, "x.out");
 
-			CHECK_U64(tensor_bytes(net, "fc.saved"), 2 * N_W + 2 * 4 * 256);
+			CHECK_U64(tensor_bytes(net, "fc.wcopy"), 2 * N_W);
+			CHECK_U64(tensor_bytes(net, "fc.saved"), 2 * 4 * 256);
 			CHECK(bwd >= 0 && x >= 0);
 			for (uint32_t k = 0; bwd >= 0 && k < net->ops[bwd].n_in; k++)
 				CHECK(net->ops[bwd].in[k] != x); /* the copy, not the input */
