@@ -33,6 +33,13 @@ int cli_error(int status, const char *fmt, ...) __attribute__((format(printf, 2,
 struct mp_net *cli_load_net(const char *path);
 /* The same, also returning the parsed JSON (*root, the caller's reference). */
 struct mp_net *cli_load_net_json(const char *path, json_t **root);
+struct mp_plan;
+struct mp_plan_req;
+/* Load a plan file (memplan-plan(5)): its JSON (*root, the caller's
+ * reference, set even on a bad plan), net, request and plan.  EXIT_OK, or
+ * EXIT_BAD_INPUT after printing "memplan: FILE: path: what". */
+int cli_load_plan(const char *path, json_t **root, struct mp_net **net, struct mp_plan_req *req,
+		  struct mp_plan *plan);
 
 /* " (capacity planning only: no verify backend)" to print after the name of
  * a device no backend of memplan runs on, else "" (static strings). */

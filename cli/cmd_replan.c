@@ -115,10 +115,10 @@ static void print_plans(const struct mp_plan *a, const struct mp_plan *b, const 
 static int read_plan(const char *path, json_t **root, struct mp_net **net, struct mp_plan_req *req,
 		     struct mp_plan *plan, char sha[65])
 {
-	struct mp_error err = { "" };
+	int rc;
 
-	if (!(*root = mp_json_load_file(path, &err)) || plan_read_json(*root, net, req, plan, &err) < 0)
-		return cli_error(EXIT_BAD_INPUT, "%s: %s", path, err.msg);
+	if ((rc = cli_load_plan(path, root, net, req, plan)) != EXIT_OK)
+		return rc;
 	if ((*net)->n_jobs)
 		return cli_error(EXIT_BAD_INPUT, "replan: %s is a plan of several jobs, which memplan does not re-plan", path);
 	MP_ASSERT(plan_net_sha256(json_object_get(*root, "net"), sha) == 0);

@@ -515,9 +515,10 @@ static int load_inputs(const char *path, const char *op_times, json_t **root, st
 		       struct mp_plan_req *req, struct mp_plan *plan, struct mp_net **actual, double **factor)
 {
 	struct mp_error err = { "" };
+	int rc;
 
-	if (!(*root = mp_json_load_file(path, &err)) || plan_read_json(*root, net, req, plan, &err) < 0)
-		return cli_error(EXIT_BAD_INPUT, "%s: %s", path, err.msg);
+	if ((rc = cli_load_plan(path, root, net, req, plan)) != EXIT_OK)
+		return rc;
 	*factor = mp_xmalloc(((*net)->n_ops + 1) * sizeof(**factor));
 	if (op_times && !(*actual = cli_load_net(op_times)))
 		return EXIT_BAD_INPUT;

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "../analysis/base/jget.h"
+#include "../plan/planfile.h"
 
 int cli_error(int status, const char *fmt, ...)
 {
@@ -54,6 +56,16 @@ struct mp_net *cli_load_net_json(const char *path, json_t **root)
 	if (!net)
 		cli_error(EXIT_BAD_INPUT, "%s: %s", path, err.msg);
 	return net;
+}
+
+int cli_load_plan(const char *path, json_t **root, struct mp_net **net, struct mp_plan_req *req,
+		  struct mp_plan *plan)
+{
+	struct mp_error err = { "" };
+
+	if (!(*root = mp_json_load_file(path, &err)) || plan_read_json(*root, net, req, plan, &err) < 0)
+		return cli_error(EXIT_BAD_INPUT, "%s: %s", path, err.msg);
+	return EXIT_OK;
 }
 
 const char *cli_device_note(const struct mp_device *d)

@@ -278,29 +278,31 @@ struct event {
 	uint32_t occ, pos;
 };
 
-/* By kind, name and position: the order that numbers occurrences. */
-static int event_pos_cmp(const void *pa, const void *pb)
+/* By kind and name, then by x and y (both of a and b's own field). */
+static int event_key_cmp(const struct event *a, const struct event *b, uint32_t x, uint32_t y)
 {
-	const struct event *a = pa, *b = pb;
 	int c;
 
 	if (a->kind != b->kind)
 		return a->kind < b->kind ? -1 : 1;
 	if ((c = strcmp(a->name, b->name)))
 		return c;
-	return a->pos < b->pos ? -1 : a->pos > b->pos;
+	return x < y ? -1 : x > y;
+}
+
+/* By kind, name and position: the order that numbers occurrences. */
+static int event_pos_cmp(const void *pa, const void *pb)
+{
+	const struct event *a = pa, *b = pb;
+
+	return event_key_cmp(a, b, a->pos, b->pos);
 }
 
 static int event_cmp(const void *pa, const void *pb)
 {
 	const struct event *a = pa, *b = pb;
-	int c;
 
-	if (a->kind != b->kind)
-		return a->kind < b->kind ? -1 : 1;
-	if ((c = strcmp(a->name, b->name)))
-		return c;
-	return a->occ < b->occ ? -1 : a->occ > b->occ;
+	return event_key_cmp(a, b, a->occ, b->occ);
 }
 
 /* The swaps and recomputes of p, sorted by event_cmp; *n of them. */
