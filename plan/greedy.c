@@ -16,13 +16,15 @@
  * the state is rebuilt and simulated; a round that raises the peak (or makes
  * the sequence longer than GR_MAX_ENTRIES times the route) is undone and
  * retried with half the bytes, a single pick that does is never taken again;
- * repeated until the budget holds or the peak stops coming down.  When the
- * schedule's arena overflows the budget (fragmentation), the rounds go on to
- * a peak lower by the overflow, and then the pass starts afresh lower
- * (greedy_pass).  Then the drops no longer needed are undone, the most
- * expensive first.  Three passes: recomputation alone, with swaps, and DTR
- * itself, online (plan/dtr.c); the best wins: it fits, peak and arena, and
- * is the fastest, or misses by the least.
+ * when nothing is left to take, compute waits for the swap-outs still copying
+ * at the peak (memplan-plan(5) "wait"); repeated until the budget holds or
+ * the peak stops coming down.  When the schedule's arena overflows the
+ * budget (fragmentation), the rounds go on to a peak lower by the overflow,
+ * and then the pass starts afresh lower (greedy_pass).  Then the drops no longer needed are undone, the most
+ * expensive first.  Four passes (plan_greedy): recomputation alone, with
+ * swaps, swaps on top of the first pass's drops, and DTR itself, online
+ * (plan/dtr.c); the best wins: it fits, peak and arena, and is the fastest,
+ * or misses by the least.
  * O(rounds * n); the undo pass is bounded to GR_UNDO_BUILDS builds, and to
  * O(1) builds of large schedules.
  */
@@ -133,6 +135,8 @@ struct gr_saved {
 
 struct gr_ctx {
 	bool swaps;               /* may swap */
+	bool waits;               /* compute may wait for a swap-out at the peak
+				   * when nothing else is left to take */
 	uint8_t *at_peak;         /* [nt] resident at the current peak */
 	uint8_t *tabu;            /* [nt] alone, raised the peak: never taken again */
 	int32_t last;             /* the round's last pick */
@@ -410,7 +414,9 @@ static int rounds(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, uint6
 		}
 		snapshot(S, &g->before, false);
 		m = greedy_round(S, g, halve < 63 ? (excess >> halve) | 1 : 1);
-		if (!m)
+		/* nothing left to take: compute waits for the swap-outs still
+		 * copying at the peak (their memory is free only at their end) */
+		if (!m && !(g->waits && (m = pl_wait_swapouts(S))))
 			break;
 		p->iterations++;
 		if ((rc = pl_build(S, err)) < 0)
@@ -567,34 +573,57 @@ int plan_greedy_recompute(struct pl_state *S, struct mp_plan *p, struct mp_error
 	return rc;
 }
 
-/* Three passes, recomputation alone, with swaps too, and DTR's online
- * evictions (plan/dtr.c): where the copies cannot keep up, swaps taken early
- * block cheaper drops; where a peak's only remedies raise another, the
- * online pass, which sees every step, gets further.  The best wins. */
+/* Four passes, recomputation alone, with swaps too, swaps on top of the
+ * first pass's drops where it missed, and DTR's online evictions
+ * (plan/dtr.c): where the copies cannot keep up, swaps taken early block
+ * cheaper drops; where recomputation reaches its floor (VGG-16 below 72%:
+ * conv1_2's backward) a few swaps after it cost less than swaps from the
+ * start; where a peak's only remedies raise another, the online pass, which
+ * sees every step, gets further.  The best wins. */
 int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 {
-	struct gr_ctx g0 = { 0 }, g1 = { .swaps = true };
-	struct gr_saved first;
+	struct gr_ctx g0 = { 0 }, g1 = { .swaps = true }, g2 = { .swaps = true, .waits = true };
+	struct gr_saved first, zero;
 	uint64_t over0, over;
-	double ms0;
-	bool online = false;
+	double ms0, free_ms;
+	bool online = false, missed;
 
 	S->prefetch = PL_PREFETCH_JIT;
 	/* rebuild chains may not make the sequence quadratic */
 	S->max_entries = GR_MAX_ENTRIES * S->r->n + 1024;
+	if (pl_build(S, err) < 0)
+		return -1;
+	free_ms = S->sim.time_ms; /* no edits: no pass can be faster */
 	if (greedy_pass(S, p, &g0, err) < 0)
 		return -1;
 	saved_init(&first, S->nt + 1, S->r->n);
-	for (int pass = 1; pass <= 2; pass++) {
+	saved_init(&zero, S->nt + 1, S->r->n);
+	snapshot(S, &zero, false);
+	missed = pl_overflow(S, S->req->budget_bytes) > 0;
+	for (int pass = 1; pass <= 3; pass++) {
+		int rc;
+
 		over0 = pl_overflow(S, S->req->budget_bytes);
 		ms0 = S->sim.time_ms;
+		if (!over0 && ms0 <= free_ms)
+			break; /* it fits at no cost */
+		if (pass == 2 && !missed)
+			continue;
 		snapshot(S, &first, false);
-		reset(S);
-		if ((pass == 1 ? greedy_pass(S, p, &g1, err) : plan_greedy_dtr(S, p, err)) < 0) {
+		if (pass == 2) {
+			snapshot(S, &zero, true);
+			p->iterations++;
+			rc = pl_build(S, err) < 0 ? -1 : greedy_pass(S, p, &g2, err);
+		} else {
+			reset(S);
+			rc = pass == 1 ? greedy_pass(S, p, &g1, err) : plan_greedy_dtr(S, p, err);
+		}
+		if (rc < 0) {
 			saved_release(&first);
+			saved_release(&zero);
 			return -1;
 		}
-		online = pass == 2 && S->seq;
+		online = pass == 3 && S->seq;
 		over = pl_overflow(S, S->req->budget_bytes);
 		/* the best fits (peak and arena) and is faster, or misses by less */
 		if (over0 != over ? over0 < over : ms0 <= S->sim.time_ms) {
@@ -605,10 +634,12 @@ int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 			p->iterations++;
 			if (pl_build(S, err) < 0) {
 				saved_release(&first);
+				saved_release(&zero);
 				return -1;
 			}
 		}
 	}
+	saved_release(&zero);
 	saved_release(&first);
 	S->max_entries = 0;
 	if (online) {

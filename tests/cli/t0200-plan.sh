@@ -20,6 +20,15 @@ expect_run "plan file waits on the swapped-out tensor" 0 -- \
 	sh -c "tr -d ' \n' < '$TMP/wait.json' | grep -q '{\"action\":\"swap_out\",\"tensor\":\"c1.out\"[^}]*},{\"action\":\"compute\",\"op\":\"m.fwd\"[^}]*},{\"action\":\"wait\",\"tensor\":\"c1.out\"'"
 expect_run "verify the wait" 0 --stdout-grep '^data +every read checked: .* nothing lost$' -- \
 	memplan verify "$TMP/wait.json" --iters 2 --tolerance-time 100000
+# recomputation alone stops at conv2's backward (chain and optimal find no
+# plan); greedy drops conv1's output and swaps the fc layer's weight after
+# its backward: a plan of both that the host runs with its data intact
+expect_run "floor then swap: recomputation alone" 1 --stderr-grep "no planner fits 31.0 KiB; the smallest peak reached is 41.3 KiB \(chain" -- \
+	memplan plan tests/data/floor-then-swap.json --budget 31732 --workspace none --planner chain
+expect_run "floor then swap: greedy" 0 --stdout plan-floor-then-swap.out -- \
+	memplan plan tests/data/floor-then-swap.json --budget 31732 --workspace none --planner greedy -o "$TMP/floor.json"
+expect_run "floor then swap: verify" 0 --stdout-grep '^data +every read checked: .* nothing lost$' -- \
+	memplan verify "$TMP/floor.json" --iters 2 --tolerance-time 100000
 expect_run "fits already: nothing moved" 0 --stdout-grep "swapped +0 B out, 0 B in" -- \
 	memplan plan examples/swap-chain.json --budget 1M
 expect_run "below the layer-wise minimum" 1 \

@@ -354,10 +354,48 @@ static void dtr_rewritten_input(void)
 	unload(&f);
 }
 
+/* tests/data/floor-then-swap.json at 31732 B (75% of liveness): recomputation
+ * alone cannot get under it (conv2's backward holds its input, its output's
+ * gradient and its input's gradient beside the fc layer's 8 KB of weight and
+ * momentum); greedy's pass that swaps on top of the recomputing pass's drops
+ * fits, with both, and faster than the swap planners. */
+static void floor_then_swap(void)
+{
+	struct fixture f;
+	struct mp_error err;
+	struct pl_state S;
+	struct mp_plan p, q;
+
+	if (load(&f, "tests/data/floor-then-swap.json") < 0) {
+		CHECK(0);
+		return;
+	}
+	f.req.budget_bytes = 31732;
+	f.req.ws_mode = MP_WS_NONE;
+	plan_init(&p);
+	pl_init(&S, f.net, &f.route, &f.req);
+	CHECK(plan_greedy_recompute(&S, &p, &err) == 0);
+	CHECK(S.sim.peak_bytes > f.req.budget_bytes);
+	pl_release(&S);
+	CHECK(plan_run(f.net, &f.route, MP_PLANNER_GREEDY, &f.req, &p, &err) == 0);
+	CHECK(p.fits);
+	CHECK(p.sim.n_recompute > 0);
+	CHECK(p.sim.d2h_bytes > 0);
+	for (int k = MP_PLANNER_SUPERNEURONS; k <= MP_PLANNER_TENSILE; k++) {
+		plan_init(&q);
+		CHECK(plan_run(f.net, &f.route, (enum mp_planner)k, &f.req, &q, &err) == 0);
+		CHECK(!q.fits || p.sim.time_ms < q.sim.time_ms);
+		plan_release(&q);
+	}
+	plan_release(&p);
+	unload(&f);
+}
+
 int main(void)
 {
 	dtr_by_hand();
 	dtr_rewritten_input();
+	floor_then_swap();
 	glob_t g;
 
 	inplace_rebuild();
