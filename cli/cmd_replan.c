@@ -110,8 +110,9 @@ static void print_plans(const struct mp_plan *a, const struct mp_plan *b, const 
 	       mp_fmt_bytes(budget, b3, sizeof(b3)));
 }
 
-/* The plan file: its net, request, plan, net JSON (borrowed from *root) and
- * digest.  EXIT_OK, or EXIT_BAD_INPUT after printing. */
+/* The plan file: its net, request, plan and the digest of its net (its
+ * jobs', for a plan of several).  EXIT_OK, or EXIT_BAD_INPUT after
+ * printing. */
 static int read_plan(const char *path, json_t **root, struct mp_net **net, struct mp_plan_req *req,
 		     struct mp_plan *plan, char sha[65])
 {
@@ -119,9 +120,8 @@ static int read_plan(const char *path, json_t **root, struct mp_net **net, struc
 
 	if ((rc = cli_load_plan(path, root, net, req, plan)) != EXIT_OK)
 		return rc;
-	if ((*net)->n_jobs)
-		return cli_error(EXIT_BAD_INPUT, "replan: %s is a plan of several jobs, which memplan does not re-plan", path);
-	MP_ASSERT(plan_net_sha256(json_object_get(*root, "net"), sha) == 0);
+	/* a plan of several jobs: its "jobs" is what a report's digest covers */
+	MP_ASSERT(plan_net_sha256(json_object_get(*root, (*net)->n_jobs ? "jobs" : "net"), sha) == 0);
 	return EXIT_OK;
 }
 
@@ -174,7 +174,8 @@ int cmd_replan(int argc, char **argv)
 		goto out;
 	}
 	replan_factors(net, t, alpha, factor);
-	if (replan_run(json_object_get(root, "net"), net, &req, plan.planner, factor, alpha, &re, &err) < 0) {
+	if (replan_run(json_object_get(root, net->n_jobs ? "jobs" : "net"), net, &req, plan.planner, factor, alpha, &re,
+		       &err) < 0) {
 		rc = cli_error(strncmp(err.msg, "internal", 8) ? EXIT_BAD_INPUT : EXIT_INTERNAL, "replan: %s", err.msg);
 		goto out;
 	}

@@ -646,13 +646,8 @@ int cmd_verify(int argc, char **argv)
 	if ((rc = load_inputs(path, op_times, &root, &net, &req, &plan, &actual, &factor)) != EXIT_OK)
 		goto out;
 	/* a plan of several jobs: its "jobs" (with their nets) is what a
-	 * report's digest covers; it is not re-planned */
+	 * report's digest covers, and what re-planning corrects */
 	rp = (struct run_plan){ json_object_get(root, net->n_jobs ? "jobs" : "net"), net, &plan, { 0 }, false };
-	if (net->n_jobs && ad.every) {
-		rc = cli_error(EXIT_BAD_INPUT, "verify: --adapt: %s is a plan of several jobs, which memplan does not re-plan",
-			       path);
-		goto out;
-	}
 	if (cuda && device_check_runnable(&req.device, &err) < 0) {
 		rc = cli_error(EXIT_BAD_INPUT, "verify: %s: %s; --device host still checks the schedule", path, err.msg);
 		goto out;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../analysis/base/jget.h"
+#include "../analysis/jobs.h"
 #include "../plan/arena.h"
 
 double replan_ewma(double alpha, double measured, double predicted)
@@ -230,6 +231,98 @@ json_t *replan_net_json(const json_t *net_root, const struct mp_net *net, const 
 	return root;
 }
 
+/*
+ * A plan of several jobs (jobs: its "jobs" array, or the array of their net
+ * files that an earlier re-plan made; net: their merge): each
+ * job's net file corrected by the factors of its ops (the merge's ops
+ * op_begin.. op_end, renamed with the job's prefix), the corrected nets
+ * merged again at the recorded offsets, and each job planned alone under
+ * planner for the alone time its overhead is measured against, as memplan
+ * plan does.  *arr the corrected net files, *merged their merge.  0, or -1
+ * with *err naming the job.
+ */
+static int corrected_jobs(const json_t *jobs, const struct mp_net *net, const struct mp_plan_req *req,
+			  enum mp_planner planner, const double *factor, double alpha, json_t **arr,
+			  struct mp_net **merged, struct mp_error *err)
+{
+	struct mp_net *nets[JOBS_MAX] = { NULL };
+	const char *files[JOBS_MAX];
+	double offsets[JOBS_MAX];
+	uint32_t n = net->n_jobs;
+	int rc = -1;
+
+	*arr = json_array();
+	*merged = NULL;
+	if (json_array_size(jobs) != n) {
+		mp_error_set(err, "the plan has %zu jobs, its merged net %u", json_array_size(jobs), n);
+		goto out;
+	}
+	for (uint32_t j = 0; j < n; j++) {
+		const struct mp_job *J = &net->jobs[j];
+		json_t *x = json_array_get(jobs, j), *nj = json_object_get(x, "format") ? x : json_object_get(x, "net");
+		struct mp_net *job = net_load_json(nj, err);
+		double *fj;
+		json_t *cj;
+
+		if (!job) {
+			mp_error_prefix(err, "jobs[%u].net: ", j);
+			goto out;
+		}
+		if (J->op_end - J->op_begin != job->n_ops) {
+			mp_error_set(err, "jobs[%u]: %u ops, the merge holds %u of them", j, job->n_ops, J->op_end - J->op_begin);
+			net_free(job);
+			goto out;
+		}
+		fj = mp_xmalloc((job->n_ops + 1) * sizeof(*fj));
+		for (uint32_t k = 0; k < job->n_ops; k++)
+			fj[k] = factor[J->op_begin + k];
+		cj = replan_net_json(nj, job, fj, alpha, err);
+		free(fj);
+		net_free(job);
+		if (!cj) {
+			mp_error_prefix(err, "jobs[%u]: ", j);
+			goto out;
+		}
+		json_array_append_new(*arr, cj);
+		if (!(nets[j] = net_load_json(cj, err))) {
+			mp_error_prefix(err, "jobs[%u], corrected: ", j);
+			goto out;
+		}
+		offsets[j] = J->offset_ms;
+		files[j] = J->file;
+	}
+	if (!(*merged = jobs_merge((const struct mp_net *const *)nets, n, offsets, files, NULL, err)))
+		goto out;
+	for (uint32_t j = 0; j < n; j++) {
+		struct mp_route r;
+		struct mp_plan p;
+		int ok;
+
+		if (route_build(nets[j], &r, err) < 0)
+			goto out;
+		plan_init(&p);
+		ok = plan_run(nets[j], &r, planner, req, &p, err);
+		(*merged)->jobs[j].alone_ms = p.sim.time_ms;
+		plan_release(&p);
+		route_release(&r);
+		if (ok < 0) {
+			mp_error_prefix(err, "%s alone: ", (*merged)->jobs[j].name);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	for (uint32_t j = 0; j < n && j < JOBS_MAX; j++)
+		net_free(nets[j]);
+	if (rc < 0) {
+		net_free(*merged);
+		*merged = NULL;
+		json_decref(*arr);
+		*arr = NULL;
+	}
+	return rc;
+}
+
 int replan_run(const json_t *net_json, const struct mp_net *net, const struct mp_plan_req *req,
 	       enum mp_planner planner, const double *factor, double alpha, struct mp_replan *out,
 	       struct mp_error *err)
@@ -238,11 +331,16 @@ int replan_run(const json_t *net_json, const struct mp_net *net, const struct mp
 
 	memset(out, 0, sizeof(*out));
 	plan_init(&out->plan);
-	if (!(out->net_json = replan_net_json(net_json, net, factor, alpha, err)))
-		return -1;
-	if (!(out->net = net_load_json(out->net_json, err))) {
-		mp_error_prefix(err, "the corrected net: ");
-		goto fail;
+	if (net->n_jobs) {
+		if (corrected_jobs(net_json, net, req, planner, factor, alpha, &out->net_json, &out->net, err) < 0)
+			return -1;
+	} else {
+		if (!(out->net_json = replan_net_json(net_json, net, factor, alpha, err)))
+			return -1;
+		if (!(out->net = net_load_json(out->net_json, err))) {
+			mp_error_prefix(err, "the corrected net: ");
+			goto fail;
+		}
 	}
 	if (route_build(out->net, &route, err) < 0)
 		goto fail;

@@ -36,12 +36,23 @@ expect_run "verify peak to the byte" 0 --stdout-grep '^peak +[0-9]+ B measured, 
 expect_run "verify --report" 0 --stdout-grep '^peak ' -- \
 	memplan verify "$TMP/ab.json" --device host --iters 1 --report "$TMP/ab.report"
 expect_run "report digest" 0 --stdout-grep '"net_sha256": "[0-9a-f]{64}"' -- cat "$TMP/ab.report"
-expect_run "not re-planned: verify --adapt" 2 \
-	--stderr "memplan: verify: --adapt: $TMP/ab.json is a plan of several jobs, which memplan does not re-plan" -- \
-	memplan verify "$TMP/ab.json" --device host --adapt 1
-expect_run "not re-planned: replan" 2 \
-	--stderr "memplan: replan: $TMP/ab.json is a plan of several jobs, which memplan does not re-plan" -- \
-	memplan replan "$TMP/ab.json" --report "$TMP/ab.report" -o "$TMP/ab2.json"
+# re-planned from a report whose measured times are twice the predicted ones:
+# each job's net gets its own ops' times, the plan keeps its jobs and the
+# host runs it; verify --adapt re-plans the jobs every iteration
+awk '{ if (match($0, /"measured_ms": [0-9.e+-]+/)) { v = substr($0, RSTART + 15, RLENGTH - 15);
+	$0 = substr($0, 1, RSTART - 1) "\"measured_ms\": " (2 * v) substr($0, RSTART + RLENGTH) } print }' \
+	"$TMP/ab.report" > "$TMP/ab2.report"
+expect_run "replan two jobs" 0 \
+	--stdout-grep "^op times  11.000 ms predicted, 22.000 ms measured, 22.000 ms corrected \(alpha 1: " -- \
+	memplan replan "$TMP/ab.json" --report "$TMP/ab2.report" --alpha 1 -o "$TMP/ab2.json"
+expect_run "replanned: each job's times corrected" 0 \
+	--stdout-grep '^2$' -- sh -c "grep -c '\"time_source\": \"replan (alpha 1) of' '$TMP/ab2.json'"
+expect_run "replanned: jobs kept, alone times of the corrected nets" 0 \
+	--stdout-grep '^ *"alone_time_ms": 12.0,$' -- cat "$TMP/ab2.json"
+expect_run "replanned: verify" 0 --stdout-grep '^data +every read checked: .* nothing lost$' -- \
+	memplan verify "$TMP/ab2.json" --device host --iters 2 --tolerance-peak 0
+expect_run "verify --adapt two jobs" 0 --stdout-grep "re-planned 2 times: net 'a\+b', planner greedy" -- \
+	memplan verify "$TMP/ab.json" --device host --iters 3 --adapt 1
 
 # three small examples as jobs: a global liveness peak of 84622 B at the
 # worst offsets; at 70000 B the swapping planners fit, within the budget in

@@ -5,13 +5,15 @@
  * update time, an explicit op); the corrected net file and the times the
  * loader then sees; the verify report reader and its refusals; and, on
  * examples/swap-chain-stall.json, a plan made on half the times that
- * re-planning on the true times turns from a recompute into a swap.
+ * re-planning on the true times turns from a recompute into a swap; and a
+ * plan of two jobs, corrected job by job.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../analysis/base/jget.h"
+#include "../../analysis/jobs.h"
 #include "../../plan/planfile.h"
 #include "../../verify/replan.h"
 #include "unit.h"
@@ -343,11 +345,85 @@ static void test_swap_for_recompute(void)
 	json_decref(root);
 }
 
+/* Two jobs (tests/data/job-a.json and job-b.json, offsets 0 and 1 ms): a
+ * factor of 3 on a/a2 (2 -> 6 ms) and 0.5 on b/b2 (3 -> 1.5 ms) reaches
+ * each job's own net; the merge keeps the offsets; alone, a takes 2 + 6 + 2
+ * = 10 ms and b 1 + 1.5 + 1 = 3.5 ms.  Re-planning again from the corrected
+ * net files (verify --adapt's second round) with no correction keeps them. */
+static void test_jobs(void)
+{
+	struct mp_error err = { "" };
+	json_t *a = mp_json_load_file("tests/data/job-a.json", &err), *b = mp_json_load_file("tests/data/job-b.json", &err);
+	json_t *jobs = json_array(), *x;
+	struct mp_net *nets[2] = { a ? net_load_json(a, &err) : NULL, b ? net_load_json(b, &err) : NULL }, *m = NULL;
+	const double offsets[2] = { 0, 1 };
+	struct mp_plan_req req;
+	struct mp_replan re, re2;
+	double *f = NULL;
+
+	CHECK(nets[0] && nets[1]);
+	if (!nets[0] || !nets[1])
+		goto out;
+	m = jobs_merge((const struct mp_net *const *)nets, 2, offsets, NULL, NULL, &err);
+	CHECK(m != NULL);
+	if (!m)
+		goto out;
+	x = json_object();
+	json_object_set(x, "net", a);
+	json_array_append_new(jobs, x);
+	x = json_object();
+	json_object_set(x, "net", b);
+	json_array_append_new(jobs, x);
+	memset(&req, 0, sizeof(req));
+	req.budget_bytes = 1u << 20;
+	device_default(&req.device);
+	policy_opts_default(&req.popts);
+	f = malloc(m->n_ops * sizeof(*f));
+	for (uint32_t k = 0; k < m->n_ops; k++)
+		f[k] = 1;
+	f[net_find_op(m, "a/a2")] = 3;
+	f[net_find_op(m, "b/b2")] = 0.5;
+	CHECK(replan_run(jobs, m, &req, MP_PLANNER_GREEDY, f, 1, &re, &err) == 0);
+	if (!re.net) {
+		fprintf(stderr, "%s\n", err.msg);
+		goto out;
+	}
+	CHECK_U64(re.net->n_jobs, 2);
+	CHECK_NEAR(re.net->ops[net_find_op(re.net, "a/a1")].ms, 2, 1e-12);
+	CHECK_NEAR(re.net->ops[net_find_op(re.net, "a/a2")].ms, 6, 1e-12);
+	CHECK_NEAR(re.net->ops[net_find_op(re.net, "b/b2")].ms, 1.5, 1e-12);
+	CHECK_NEAR(re.net->jobs[1].offset_ms, 1, 1e-12);
+	CHECK_NEAR(re.net->jobs[0].alone_ms, 10, 1e-9);
+	CHECK_NEAR(re.net->jobs[1].alone_ms, 3.5, 1e-9);
+	CHECK(re.plan.fits);
+	CHECK(json_is_array(re.net_json) && json_array_size(re.net_json) == 2);
+	CHECK(!strncmp(json_string_value(json_object_get(json_array_get(re.net_json, 0), "time_source")),
+		       "replan (alpha 1)", 16));
+	for (uint32_t k = 0; k < m->n_ops; k++)
+		f[k] = 1;
+	CHECK(replan_run(re.net_json, re.net, &req, MP_PLANNER_GREEDY, f, 1, &re2, &err) == 0);
+	if (re2.net) {
+		CHECK_NEAR(re2.net->ops[net_find_op(re2.net, "a/a2")].ms, 6, 1e-12);
+		CHECK_NEAR(re2.net->jobs[1].alone_ms, 3.5, 1e-9);
+		replan_release(&re2);
+	}
+	replan_release(&re);
+out:
+	free(f);
+	net_free(m);
+	net_free(nets[0]);
+	net_free(nets[1]);
+	json_decref(jobs);
+	json_decref(a);
+	json_decref(b);
+}
+
 int main(void)
 {
 	test_ewma();
 	test_factors_and_net();
 	test_report();
 	test_swap_for_recompute();
+	test_jobs();
 	return unit_report("test_replan");
 }
