@@ -374,7 +374,8 @@ static void print_verdicts(const struct mp_plan *plan, const struct mp_exec_resu
 
 /* The plan a run executes: the file's, or (--adapt) a re-planned one. */
 struct run_plan {
-	const json_t *net_json;    /* borrowed: the file's "net", or re.net_json */
+	const json_t *net_json;    /* borrowed: the file's "net" (its "jobs" for a plan
+				    * of several), or re.net_json */
 	struct mp_net *net;        /* borrowed */
 	struct mp_plan *plan;      /* borrowed */
 	struct mp_replan re;       /* owned once a round has re-planned */

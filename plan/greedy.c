@@ -16,15 +16,15 @@
  * the state is rebuilt and simulated; a round that raises the peak (or makes
  * the sequence longer than GR_MAX_ENTRIES times the route) is undone and
  * retried with half the bytes, a single pick that does is never taken again;
- * when nothing is left to take, compute waits for the swap-outs still copying
- * at the peak (memplan-plan(5) "wait"); repeated until the budget holds or
- * the peak stops coming down.  When the schedule's arena overflows the
- * budget (fragmentation), the rounds go on to a peak lower by the overflow,
- * and then the pass starts afresh lower (greedy_pass).  Then the drops no longer needed are undone, the most
+ * repeated until the budget holds or the peak stops coming down.  When the
+ * schedule's arena overflows the budget (fragmentation), the rounds go on to
+ * a peak lower by the overflow, and then the pass starts afresh lower
+ * (greedy_pass).  Then the drops no longer needed are undone, the most
  * expensive first.  Four passes (plan_greedy): recomputation alone, with
- * swaps, swaps on top of the first pass's drops, and DTR itself, online
- * (plan/dtr.c); the best wins: it fits, peak and arena, and is the fastest,
- * or misses by the least.
+ * swaps, swaps on top of the first pass's drops (there, when nothing is left
+ * to take, compute also waits for the swap-outs still copying at the peak:
+ * memplan-plan(5) "wait"), and DTR itself, online (plan/dtr.c); the best
+ * wins: it fits, peak and arena, and is the fastest, or misses by the least.
  * O(rounds * n); the undo pass is bounded to GR_UNDO_BUILDS builds, and to
  * O(1) builds of large schedules.
  */
@@ -137,6 +137,7 @@ struct gr_ctx {
 	bool swaps;               /* may swap */
 	bool waits;               /* compute may wait for a swap-out at the peak
 				   * when nothing else is left to take */
+	struct gr_saved *from;    /* the edits a pass starts from (NULL: none) */
 	uint8_t *at_peak;         /* [nt] resident at the current peak */
 	uint8_t *tabu;            /* [nt] alone, raised the peak: never taken again */
 	int32_t last;             /* the round's last pick */
@@ -393,6 +394,7 @@ static int rounds(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, uint6
 {
 	uint64_t best = UINT64_MAX;
 	uint32_t stale = 0, halve = 0;
+	bool wait;
 	int rc;
 
 	while (S->sim.peak_bytes > target && p->iterations < PL_MAX_ROUNDS) {
@@ -416,12 +418,13 @@ static int rounds(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, uint6
 		m = greedy_round(S, g, halve < 63 ? (excess >> halve) | 1 : 1);
 		/* nothing left to take: compute waits for the swap-outs still
 		 * copying at the peak (their memory is free only at their end) */
-		if (!m && !(g->waits && (m = pl_wait_swapouts(S))))
+		wait = !m && g->waits;
+		if (!m && !(wait && pl_wait_swapouts(S)))
 			break;
 		p->iterations++;
 		if ((rc = pl_build(S, err)) < 0)
 			return -1;
-		if (rc == 0 && S->sim.peak_bytes <= before) {
+		if (rc == 0 && (wait ? S->sim.peak_bytes < before : S->sim.peak_bytes <= before)) {
 			halve = 0;
 			continue;
 		}
@@ -429,13 +432,15 @@ static int rounds(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, uint6
 		snapshot(S, &g->before, true);
 		g->link_out = link_out;
 		g->link_in = link_in;
+		p->iterations++;
+		if (rc == 0 && pl_build(S, err) < 0)
+			return -1;
+		if (wait)
+			break; /* the waits did not lower the peak: nothing left */
 		if (m == 1)
 			g->tabu[g->last] = 1;
 		else
 			halve++;
-		p->iterations++;
-		if (rc == 0 && pl_build(S, err) < 0)
-			return -1;
 	}
 	return 0;
 }
@@ -504,8 +509,9 @@ static void reset(struct pl_state *S)
 
 /*
  * A pass: greedy_run to the budget.  When the arena overflowed there, again
- * from no edits for a budget lower by the overflow, up to GR_RESTARTS times
- * while it still misses: going on from the same state (greedy_run) and
+ * from no edits (or from g->from's) for a budget lower by the overflow, up
+ * to GR_RESTARTS times while it still misses: going on from the same state
+ * (greedy_run) and
  * starting afresh lower find different plans (ResNet-50 at 33% fits at +24%
  * only afresh, MobileNet-V2 at 50% is faster afresh).  The best is kept: it
  * fits (peak and arena) and is the fastest, or misses by the least.
@@ -528,7 +534,10 @@ static int greedy_pass(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, 
 		uint64_t over, first = 0;
 
 		if (k) {
-			reset(S);
+			if (g->from)
+				snapshot(S, g->from, true);
+			else
+				reset(S);
 			memset(g->tabu, 0, n);
 			g->link_out = g->link_in = 0;
 		}
@@ -612,8 +621,8 @@ int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 		snapshot(S, &first, false);
 		if (pass == 2) {
 			snapshot(S, &zero, true);
-			p->iterations++;
-			rc = pl_build(S, err) < 0 ? -1 : greedy_pass(S, p, &g2, err);
+			g2.from = &zero;
+			rc = greedy_pass(S, p, &g2, err);
 		} else {
 			reset(S);
 			rc = pass == 1 ? greedy_pass(S, p, &g1, err) : plan_greedy_dtr(S, p, err);

@@ -265,7 +265,7 @@ static int corrected_jobs(const json_t *jobs, const struct mp_net *net, const st
 		json_t *cj;
 
 		if (!job) {
-			mp_error_prefix(err, "jobs[%u].net: ", j);
+			mp_error_prefix(err, "jobs[%u]: ", j);
 			goto out;
 		}
 		if (J->op_end - J->op_begin != job->n_ops) {
@@ -306,7 +306,10 @@ static int corrected_jobs(const json_t *jobs, const struct mp_net *net, const st
 		plan_release(&p);
 		route_release(&r);
 		if (ok < 0) {
-			mp_error_prefix(err, "%s alone: ", (*merged)->jobs[j].name);
+			/* "internal ..." stays first: the caller's exit status */
+			size_t len = strlen(err->msg);
+
+			snprintf(err->msg + len, sizeof(err->msg) - len, " (%s, planned alone)", (*merged)->jobs[j].name);
 			goto out;
 		}
 	}

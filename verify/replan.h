@@ -63,16 +63,22 @@ json_t *replan_net_json(const json_t *net_root, const struct mp_net *net, const 
 
 /* A re-planned net and plan: what replan_run makes, all owned. */
 struct mp_replan {
-	json_t *net_json;          /* the net file with the corrected times */
-	struct mp_net *net;        /* loaded from it */
+	json_t *net_json;          /* the net file with the corrected times (a plan
+				    * of several jobs: the array of their files) */
+	struct mp_net *net;        /* loaded from it (merged again) */
 	struct mp_plan plan;       /* planner's plan on it, arena assigned */
 };
 
 /*
  * Correct net's times by factor (replan_net_json), load the result and run
  * planner under req (plan_run, then the smallest arena, as memplan plan
- * does).  Returns 0 with *out filled (out->plan.fits says whether the budget
- * is still met; release with replan_release), or -1 with *err and *out empty.
+ * does).  net_json is the plan's "net"; for a merged net of several jobs
+ * (net->n_jobs), the plan's "jobs" or the array of net files an earlier
+ * replan_run made: each job's net is corrected by its own ops' factors, the
+ * nets are merged again at the recorded offsets, and each job is planned
+ * alone for its alone_ms.  Returns 0 with *out filled (out->plan.fits says
+ * whether the budget is still met; release with replan_release), or -1 with
+ * *err and *out empty.
  */
 int replan_run(const json_t *net_json, const struct mp_net *net, const struct mp_plan_req *req,
 	       enum mp_planner planner, const double *factor, double alpha, struct mp_replan *out,

@@ -418,6 +418,57 @@ out:
 	json_decref(b);
 }
 
+/* A job that must be planned alone: examples/swap-chain-stall.json beside
+ * job b under 10752 B.  The merge's alone time is its liveness run, 11.1 ms;
+ * planned alone under the budget it swaps c1.out and stalls 0.4096 ms at
+ * least (tests/unit/test_planners.c, known_wait), which is what re-planning
+ * records as its alone time. */
+static void test_jobs_alone(void)
+{
+	struct mp_error err = { "" };
+	json_t *a = mp_json_load_file("examples/swap-chain-stall.json", &err);
+	json_t *b = mp_json_load_file("tests/data/job-b.json", &err), *jobs = json_array(), *x;
+	struct mp_net *nets[2] = { a ? net_load_json(a, &err) : NULL, b ? net_load_json(b, &err) : NULL }, *m = NULL;
+	const double offsets[2] = { 0, 0 };
+	struct mp_plan_req req;
+	struct mp_replan re;
+	double *f = NULL;
+
+	CHECK(nets[0] && nets[1]);
+	if (!nets[0] || !nets[1] || !(m = jobs_merge((const struct mp_net *const *)nets, 2, offsets, NULL, NULL, &err)))
+		goto out;
+	CHECK_NEAR(m->jobs[0].alone_ms, 11.1, 1e-9);
+	x = json_object();
+	json_object_set(x, "net", a);
+	json_array_append_new(jobs, x);
+	x = json_object();
+	json_object_set(x, "net", b);
+	json_array_append_new(jobs, x);
+	memset(&req, 0, sizeof(req));
+	req.budget_bytes = 10752;
+	device_default(&req.device);
+	if (nets[0]->has_device)
+		req.device = nets[0]->device;
+	policy_opts_default(&req.popts);
+	f = malloc(m->n_ops * sizeof(*f));
+	for (uint32_t k = 0; k < m->n_ops; k++)
+		f[k] = 1;
+	CHECK(replan_run(jobs, m, &req, MP_PLANNER_GREEDY, f, 1, &re, &err) == 0);
+	if (re.net) {
+		CHECK(re.net->jobs[0].alone_ms >= 11.1 + 0.4096 - 1e-9);
+		CHECK_NEAR(re.net->jobs[1].alone_ms, 5, 1e-9);
+		replan_release(&re);
+	}
+out:
+	free(f);
+	net_free(m);
+	net_free(nets[0]);
+	net_free(nets[1]);
+	json_decref(jobs);
+	json_decref(a);
+	json_decref(b);
+}
+
 int main(void)
 {
 	test_ewma();
@@ -425,5 +476,6 @@ int main(void)
 	test_report();
 	test_swap_for_recompute();
 	test_jobs();
+	test_jobs_alone();
 	return unit_report("test_replan");
 }
