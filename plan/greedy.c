@@ -511,10 +511,10 @@ static void reset(struct pl_state *S)
  * A pass: greedy_run to the budget.  When the arena overflowed there, again
  * from no edits (or from g->from's) for a budget lower by the overflow, up
  * to GR_RESTARTS times while it still misses: going on from the same state
- * (greedy_run) and
- * starting afresh lower find different plans (ResNet-50 at 33% fits at +24%
- * only afresh, MobileNet-V2 at 50% is faster afresh).  The best is kept: it
- * fits (peak and arena) and is the fastest, or misses by the least.
+ * (greedy_run) and starting afresh lower find different plans (ResNet-50 at
+ * 33% fits at +24% only afresh, MobileNet-V2 at 50% is faster afresh).  The
+ * best is kept: it fits (peak and arena) and is the fastest, or misses by
+ * the least.
  */
 #define GR_RESTARTS 2
 

@@ -233,13 +233,13 @@ json_t *replan_net_json(const json_t *net_root, const struct mp_net *net, const 
 
 /*
  * A plan of several jobs (jobs: its "jobs" array, or the array of their net
- * files that an earlier re-plan made; net: their merge): each
- * job's net file corrected by the factors of its ops (the merge's ops
- * op_begin.. op_end, renamed with the job's prefix), the corrected nets
- * merged again at the recorded offsets, and each job planned alone under
- * planner for the alone time its overhead is measured against, as memplan
- * plan does.  *arr the corrected net files, *merged their merge.  0, or -1
- * with *err naming the job.
+ * files that an earlier re-plan made; net: their merge): each job's net file
+ * corrected by the factors of its ops (the merge's ops op_begin..op_end,
+ * renamed with the job's prefix), the corrected nets merged again at the
+ * recorded offsets, and each job planned alone under planner for the alone
+ * time its overhead is measured against, as memplan plan does.  *arr the
+ * corrected net files, *merged their merge.  0, or -1 with *err naming the
+ * job.
  */
 static int corrected_jobs(const json_t *jobs, const struct mp_net *net, const struct mp_plan_req *req,
 			  enum mp_planner planner, const double *factor, double alpha, json_t **arr,
@@ -260,10 +260,12 @@ static int corrected_jobs(const json_t *jobs, const struct mp_net *net, const st
 	for (uint32_t j = 0; j < n; j++) {
 		const struct mp_job *J = &net->jobs[j];
 		json_t *x = json_array_get(jobs, j), *nj = json_object_get(x, "format") ? x : json_object_get(x, "net");
-		struct mp_net *job = net_load_json(nj, err);
+		struct mp_net *job = nj ? net_load_json(nj, err) : NULL;
 		double *fj;
 		json_t *cj;
 
+		if (!nj)
+			mp_error_set(err, "expected a job with its \"net\", or a net file");
 		if (!job) {
 			mp_error_prefix(err, "jobs[%u]: ", j);
 			goto out;
