@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "../analysis/base/jget.h"
+#include "../analysis/jobs.h"
 #include "../plan/planfile.h"
 #include "../verify/backend.h"
 #include "../verify/probe.h"
@@ -383,13 +384,21 @@ struct run_plan {
 };
 
 /* --op-times: per op of net, the time `actual` gives the op of that name
- * over net's (1 where net's is 0).  0, or -1 with *err naming an op actual
+ * over net's (1 where net's is 0); in a plan of several jobs, an op actual
+ * does not name with its job's prefix is looked up without it (copies of
+ * one net run at that net's times).  0, or -1 with *err naming an op actual
  * lacks. */
 static int op_factors(const struct mp_net *net, const struct mp_net *actual, double *factor, struct mp_error *err)
 {
 	for (uint32_t k = 0; k < net->n_ops; k++) {
 		int32_t j = net_find_op(actual, net->ops[k].name);
 
+		if (j < 0 && net->n_jobs) {
+			const char *prefix = net->jobs[jobs_of_op(net, (int32_t)k)].prefix;
+
+			if (!strncmp(net->ops[k].name, prefix, strlen(prefix)))
+				j = net_find_op(actual, net->ops[k].name + strlen(prefix));
+		}
 		if (j < 0) {
 			mp_error_set(err, "no op named '%s' (the plan's net has it)", net->ops[k].name);
 			return -1;

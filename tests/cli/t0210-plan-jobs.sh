@@ -54,6 +54,19 @@ expect_run "replanned: verify" 0 --stdout-grep '^data +every read checked: .* no
 expect_run "verify --adapt two jobs" 0 --stdout-grep "re-planned 2 times: net 'a\+b', planner greedy" -- \
 	memplan verify "$TMP/ab.json" --device host --iters 3 --adapt 1
 
+# two copies of a net whose times are half the true ones
+# (tests/data/swap-chain-stall-half.json, as in t0610): --op-times gives each
+# copy the true times (its ops without the job's prefix), and --adapt moves
+# the prediction towards the measured 22.2 ms timeline by (1 - alpha) a
+# round: 22.2 - 11.1 x 0.7^5 = 20.334 ms predicted in round 6
+H=tests/data/swap-chain-stall-half.json
+expect_run "copies on half the times" 0 -- memplan plan $H $H --budget 20K --planner greedy -o "$TMP/hh.json"
+expect_run "copies: --op-times and --adapt converge" 0 --stdout-grep '^    6  greedy +20.334 +22.200 ' -- \
+	memplan verify "$TMP/hh.json" --op-times examples/swap-chain-stall.json --iters 6 --adapt 1
+expect_run "--op-times lacking a job's op" 2 \
+	--stderr "memplan: --op-times: $A: no op named 'b/b1' (the plan's net has it)" -- \
+	memplan verify "$TMP/ab.json" --op-times $A
+
 # three small examples as jobs: a global liveness peak of 84622 B at the
 # worst offsets; at 70000 B the swapping planners fit, within the budget in
 # the simulator, and the host runs their plans with every job's data intact
