@@ -486,30 +486,16 @@ out:
 	return rc;
 }
 
-/* Each job alone under the plan's planner and request: its iteration time
- * into net->jobs[j].alone_ms, what the overhead of sharing is measured
- * against.  EXIT_OK, or the status after printing. */
+/* Each job alone under the plan's planner and request (plan_jobs_alone).
+ * EXIT_OK, or the status after printing. */
 static int jobs_alone(const struct jobs_arg *J, struct mp_net *net, enum mp_planner which,
 		      const struct mp_plan_req *req)
 {
 	struct mp_error err = { "" };
+	uint32_t j;
 
-	for (uint32_t j = 0; j < J->n; j++) {
-		struct mp_route r;
-		struct mp_plan p;
-		int rc;
-
-		if (route_build(J->nets[j], &r, &err) < 0)
-			return cli_error(EXIT_INTERNAL, "plan: %s", err.msg);
-		plan_init(&p);
-		rc = plan_run(J->nets[j], &r, which, req, &p, &err);
-		if (rc == 0)
-			net->jobs[j].alone_ms = p.sim.time_ms;
-		plan_release(&p);
-		route_release(&r);
-		if (rc < 0)
-			return cli_error(EXIT_INTERNAL, "plan: %s alone: %s", net->jobs[j].name, err.msg);
-	}
+	if (plan_jobs_alone(net, J->nets, which, req, &j, &err) < 0)
+		return cli_error(EXIT_INTERNAL, "plan: %s alone: %s", net->jobs[j].name, err.msg);
 	return EXIT_OK;
 }
 

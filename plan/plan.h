@@ -95,6 +95,15 @@ void plan_release(struct mp_plan *p);
 int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner which,
 	     const struct mp_plan_req *req, struct mp_plan *out, struct mp_error *err);
 
+/*
+ * Each of a merged net's jobs (nets[merged->n_jobs], the nets it was merged
+ * from) planned alone by which under req: its iteration time into
+ * merged->jobs[j].alone_ms, what the overhead of sharing is measured
+ * against.  0, or -1 with *err and *failed the job whose planning failed.
+ */
+int plan_jobs_alone(struct mp_net *merged, struct mp_net *const *nets, enum mp_planner which,
+		    const struct mp_plan_req *req, uint32_t *failed, struct mp_error *err);
+
 /* fits (peak and arena within budget), overhead, MSR, EOR, CBR of a
  * simulated, arena-assigned plan: one definition for planning and reading. */
 void plan_metrics(struct mp_plan *p, uint64_t budget);

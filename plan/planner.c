@@ -417,3 +417,26 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 	plan_metrics(out, req->budget_bytes);
 	return 0;
 }
+
+int plan_jobs_alone(struct mp_net *merged, struct mp_net *const *nets, enum mp_planner which,
+		    const struct mp_plan_req *req, uint32_t *failed, struct mp_error *err)
+{
+	for (uint32_t j = 0; j < merged->n_jobs; j++) {
+		struct mp_route r;
+		struct mp_plan p;
+		int rc;
+
+		*failed = j;
+		if (route_build(nets[j], &r, err) < 0)
+			return -1;
+		plan_init(&p);
+		rc = plan_run(nets[j], &r, which, req, &p, err);
+		if (rc == 0)
+			merged->jobs[j].alone_ms = p.sim.time_ms;
+		plan_release(&p);
+		route_release(&r);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}

@@ -248,7 +248,7 @@ static int corrected_jobs(const json_t *jobs, const struct mp_net *net, const st
 	struct mp_net *nets[JOBS_MAX] = { NULL };
 	const char *files[JOBS_MAX];
 	double offsets[JOBS_MAX];
-	uint32_t n = net->n_jobs;
+	uint32_t n = net->n_jobs, failed;
 	int rc = -1;
 
 	*arr = json_array();
@@ -295,25 +295,12 @@ static int corrected_jobs(const json_t *jobs, const struct mp_net *net, const st
 	}
 	if (!(*merged = jobs_merge((const struct mp_net *const *)nets, n, offsets, files, NULL, err)))
 		goto out;
-	for (uint32_t j = 0; j < n; j++) {
-		struct mp_route r;
-		struct mp_plan p;
-		int ok;
+	if (plan_jobs_alone(*merged, nets, planner, req, &failed, err) < 0) {
+		/* "internal ..." stays first: the caller's exit status */
+		size_t len = strlen(err->msg);
 
-		if (route_build(nets[j], &r, err) < 0)
-			goto out;
-		plan_init(&p);
-		ok = plan_run(nets[j], &r, planner, req, &p, err);
-		(*merged)->jobs[j].alone_ms = p.sim.time_ms;
-		plan_release(&p);
-		route_release(&r);
-		if (ok < 0) {
-			/* "internal ..." stays first: the caller's exit status */
-			size_t len = strlen(err->msg);
-
-			snprintf(err->msg + len, sizeof(err->msg) - len, " (%s, planned alone)", (*merged)->jobs[j].name);
-			goto out;
-		}
+		snprintf(err->msg + len, sizeof(err->msg) - len, " (%s, planned alone)", (*merged)->jobs[failed].name);
+		goto out;
 	}
 	rc = 0;
 out:
