@@ -138,7 +138,7 @@ CUDA_SRC := $(wildcard verify/*.cu)
 cuda-check: $(if $(NVCC),$(CUDA_SRC:%.cu=$(BUILD)/%.o))
 	@$(if $(NVCC),echo "memplan: cuda-check: $(CUDA_SRC) compile ($(NVCC))",echo "memplan: nvcc not found, skipping cuda-check")
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(LIB_OBJ)
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h tests/unit/fixture.h $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CFLAGS) $(SANFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LIBS)
 

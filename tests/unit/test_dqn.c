@@ -12,6 +12,7 @@
 #include "../../plan/dqn.h"
 #include "../../plan/planners.h"
 #include "unit.h"
+#include "fixture.h"
 
 /* A small graph: a chain of n nodes with a skip edge every third, random
  * features and edge weights from seed. */
@@ -182,31 +183,6 @@ static void test_model_file(void)
 	CHECK(strstr(err.msg, path) != NULL);
 }
 
-struct fixture {
-	struct mp_net *net;
-	struct mp_route route;
-	struct mp_plan_req req;
-};
-
-static int load(struct fixture *f, const char *path)
-{
-	struct mp_error err;
-
-	memset(f, 0, sizeof(*f));
-	if (!(f->net = net_load_file(path, &err)) || route_build(f->net, &f->route, &err) < 0) {
-		fprintf(stderr, "%s: %s\n", path, err.msg);
-		net_free(f->net);
-		return -1;
-	}
-	if (f->net->has_device)
-		f->req.device = f->net->device;
-	else
-		device_default(&f->req.device);
-	f->req.ws_mode = MP_WS_DYNAMIC;
-	policy_opts_default(&f->req.popts);
-	return 0;
-}
-
 static uint64_t liveness_peak(const struct fixture *f)
 {
 	struct mp_schedule s;
@@ -298,8 +274,7 @@ static void test_plans(const char *path, const int *pcts, int n_pct, int n_fit)
 		plan_release(&p2);
 		plan_release(&p3);
 	}
-	route_release(&f.route);
-	net_free(f.net);
+	unload(&f);
 }
 
 int main(void)

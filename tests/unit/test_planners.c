@@ -19,44 +19,9 @@
 #include "../../plan/arena.h"
 #include "../../plan/planners.h"
 #include "unit.h"
+#include "fixture.h"
 
 static unsigned placements_compared;
-
-struct fixture {
-	struct mp_net *net;
-	struct mp_route route;
-	struct mp_plan_req req;
-};
-
-static int load(struct fixture *f, const char *path)
-{
-	struct mp_error err;
-
-	memset(f, 0, sizeof(*f));
-	f->net = net_load_file(path, &err);
-	if (!f->net) {
-		fprintf(stderr, "%s: %s\n", path, err.msg);
-		return -1;
-	}
-	if (route_build(f->net, &f->route, &err) < 0) {
-		fprintf(stderr, "%s: %s\n", path, err.msg);
-		net_free(f->net);
-		return -1;
-	}
-	if (f->net->has_device)
-		f->req.device = f->net->device;
-	else
-		device_default(&f->req.device);
-	f->req.ws_mode = MP_WS_DYNAMIC;
-	policy_opts_default(&f->req.popts);
-	return 0;
-}
-
-static void unload(struct fixture *f)
-{
-	route_release(&f->route);
-	net_free(f->net);
-}
 
 static void known(const char *path, double time_ms, double stall_ms)
 {

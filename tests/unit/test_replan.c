@@ -345,6 +345,64 @@ static void test_swap_for_recompute(void)
 	json_decref(root);
 }
 
+/* Two jobs merged as memplan plan merges them, with the plan file's "jobs"
+ * for replan_run, a request for budget (the first net's device, if it names
+ * one) and factors of 1. */
+struct two_jobs {
+	json_t *file[2], *jobs;
+	struct mp_net *net[2], *m;
+	struct mp_plan_req req;
+	double *f;
+};
+
+static void two_jobs_release(struct two_jobs *J)
+{
+	free(J->f);
+	net_free(J->m);
+	for (int k = 0; k < 2; k++) {
+		net_free(J->net[k]);
+		json_decref(J->file[k]);
+	}
+	json_decref(J->jobs);
+}
+
+/* 0, or -1 (a failed check) with everything released. */
+static int two_jobs_load(struct two_jobs *J, const char *a, const char *b, double offset_b, uint64_t budget)
+{
+	const char *path[2] = { a, b };
+	const double offsets[2] = { 0, offset_b };
+	struct mp_error err = { "" };
+
+	memset(J, 0, sizeof(*J));
+	J->jobs = json_array();
+	for (int k = 0; k < 2; k++) {
+		json_t *x = json_object();
+
+		J->file[k] = mp_json_load_file(path[k], &err);
+		J->net[k] = J->file[k] ? net_load_json(J->file[k], &err) : NULL;
+		json_object_set(x, "net", J->file[k]);
+		json_array_append_new(J->jobs, x);
+	}
+	CHECK(J->net[0] && J->net[1]);
+	if (J->net[0] && J->net[1])
+		J->m = jobs_merge((const struct mp_net *const *)J->net, 2, offsets, NULL, NULL, &err);
+	CHECK(J->m != NULL);
+	if (!J->m) {
+		fprintf(stderr, "test_replan: %s\n", err.msg);
+		two_jobs_release(J);
+		return -1;
+	}
+	J->req.budget_bytes = budget;
+	device_default(&J->req.device);
+	if (J->net[0]->has_device)
+		J->req.device = J->net[0]->device;
+	policy_opts_default(&J->req.popts);
+	J->f = malloc(J->m->n_ops * sizeof(*J->f));
+	for (uint32_t k = 0; k < J->m->n_ops; k++)
+		J->f[k] = 1;
+	return 0;
+}
+
 /* Two jobs (tests/data/job-a.json and job-b.json, offsets 0 and 1 ms): a
  * factor of 3 on a/a2 (2 -> 6 ms) and 0.5 on b/b2 (3 -> 1.5 ms) reaches
  * each job's own net; the merge keeps the offsets; alone, a takes 2 + 6 + 2
@@ -353,40 +411,18 @@ static void test_swap_for_recompute(void)
 static void test_jobs(void)
 {
 	struct mp_error err = { "" };
-	json_t *a = mp_json_load_file("tests/data/job-a.json", &err), *b = mp_json_load_file("tests/data/job-b.json", &err);
-	json_t *jobs = json_array(), *x;
-	struct mp_net *nets[2] = { a ? net_load_json(a, &err) : NULL, b ? net_load_json(b, &err) : NULL }, *m = NULL;
-	const double offsets[2] = { 0, 1 };
-	struct mp_plan_req req;
+	struct two_jobs J;
 	struct mp_replan re, re2;
-	double *f = NULL;
 
-	CHECK(nets[0] && nets[1]);
-	if (!nets[0] || !nets[1])
-		goto out;
-	m = jobs_merge((const struct mp_net *const *)nets, 2, offsets, NULL, NULL, &err);
-	CHECK(m != NULL);
-	if (!m)
-		goto out;
-	x = json_object();
-	json_object_set(x, "net", a);
-	json_array_append_new(jobs, x);
-	x = json_object();
-	json_object_set(x, "net", b);
-	json_array_append_new(jobs, x);
-	memset(&req, 0, sizeof(req));
-	req.budget_bytes = 1u << 20;
-	device_default(&req.device);
-	policy_opts_default(&req.popts);
-	f = malloc(m->n_ops * sizeof(*f));
-	for (uint32_t k = 0; k < m->n_ops; k++)
-		f[k] = 1;
-	f[net_find_op(m, "a/a2")] = 3;
-	f[net_find_op(m, "b/b2")] = 0.5;
-	CHECK(replan_run(jobs, m, &req, MP_PLANNER_GREEDY, f, 1, &re, &err) == 0);
+	if (two_jobs_load(&J, "tests/data/job-a.json", "tests/data/job-b.json", 1, 1u << 20) < 0)
+		return;
+	J.f[net_find_op(J.m, "a/a2")] = 3;
+	J.f[net_find_op(J.m, "b/b2")] = 0.5;
+	CHECK(replan_run(J.jobs, J.m, &J.req, MP_PLANNER_GREEDY, J.f, 1, &re, &err) == 0);
 	if (!re.net) {
 		fprintf(stderr, "%s\n", err.msg);
-		goto out;
+		two_jobs_release(&J);
+		return;
 	}
 	CHECK_U64(re.net->n_jobs, 2);
 	CHECK_NEAR(re.net->ops[net_find_op(re.net, "a/a1")].ms, 2, 1e-12);
@@ -399,23 +435,16 @@ static void test_jobs(void)
 	CHECK(json_is_array(re.net_json) && json_array_size(re.net_json) == 2);
 	CHECK(!strncmp(json_string_value(json_object_get(json_array_get(re.net_json, 0), "time_source")),
 		       "replan (alpha 1)", 16));
-	for (uint32_t k = 0; k < m->n_ops; k++)
-		f[k] = 1;
-	CHECK(replan_run(re.net_json, re.net, &req, MP_PLANNER_GREEDY, f, 1, &re2, &err) == 0);
+	for (uint32_t k = 0; k < J.m->n_ops; k++)
+		J.f[k] = 1;
+	CHECK(replan_run(re.net_json, re.net, &J.req, MP_PLANNER_GREEDY, J.f, 1, &re2, &err) == 0);
 	if (re2.net) {
 		CHECK_NEAR(re2.net->ops[net_find_op(re2.net, "a/a2")].ms, 6, 1e-12);
 		CHECK_NEAR(re2.net->jobs[1].alone_ms, 3.5, 1e-9);
 		replan_release(&re2);
 	}
 	replan_release(&re);
-out:
-	free(f);
-	net_free(m);
-	net_free(nets[0]);
-	net_free(nets[1]);
-	json_decref(jobs);
-	json_decref(a);
-	json_decref(b);
+	two_jobs_release(&J);
 }
 
 /* A job that must be planned alone: examples/swap-chain-stall.json beside
@@ -426,47 +455,19 @@ out:
 static void test_jobs_alone(void)
 {
 	struct mp_error err = { "" };
-	json_t *a = mp_json_load_file("examples/swap-chain-stall.json", &err);
-	json_t *b = mp_json_load_file("tests/data/job-b.json", &err), *jobs = json_array(), *x;
-	struct mp_net *nets[2] = { a ? net_load_json(a, &err) : NULL, b ? net_load_json(b, &err) : NULL }, *m = NULL;
-	const double offsets[2] = { 0, 0 };
-	struct mp_plan_req req;
+	struct two_jobs J;
 	struct mp_replan re;
-	double *f = NULL;
 
-	CHECK(nets[0] && nets[1]);
-	if (!nets[0] || !nets[1] || !(m = jobs_merge((const struct mp_net *const *)nets, 2, offsets, NULL, NULL, &err)))
-		goto out;
-	CHECK_NEAR(m->jobs[0].alone_ms, 11.1, 1e-9);
-	x = json_object();
-	json_object_set(x, "net", a);
-	json_array_append_new(jobs, x);
-	x = json_object();
-	json_object_set(x, "net", b);
-	json_array_append_new(jobs, x);
-	memset(&req, 0, sizeof(req));
-	req.budget_bytes = 10752;
-	device_default(&req.device);
-	if (nets[0]->has_device)
-		req.device = nets[0]->device;
-	policy_opts_default(&req.popts);
-	f = malloc(m->n_ops * sizeof(*f));
-	for (uint32_t k = 0; k < m->n_ops; k++)
-		f[k] = 1;
-	CHECK(replan_run(jobs, m, &req, MP_PLANNER_GREEDY, f, 1, &re, &err) == 0);
+	if (two_jobs_load(&J, "examples/swap-chain-stall.json", "tests/data/job-b.json", 0, 10752) < 0)
+		return;
+	CHECK_NEAR(J.m->jobs[0].alone_ms, 11.1, 1e-9);
+	CHECK(replan_run(J.jobs, J.m, &J.req, MP_PLANNER_GREEDY, J.f, 1, &re, &err) == 0);
 	if (re.net) {
 		CHECK(re.net->jobs[0].alone_ms >= 11.1 + 0.4096 - 1e-9);
 		CHECK_NEAR(re.net->jobs[1].alone_ms, 5, 1e-9);
 		replan_release(&re);
 	}
-out:
-	free(f);
-	net_free(m);
-	net_free(nets[0]);
-	net_free(nets[1]);
-	json_decref(jobs);
-	json_decref(a);
-	json_decref(b);
+	two_jobs_release(&J);
 }
 
 int main(void)
