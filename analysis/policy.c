@@ -290,13 +290,27 @@ static void ensure(struct rc_state *S, int32_t target, bool temporary)
 			continue;
 		push_entry(S, (int32_t)oi, true);
 		/* re-running op overwrites its outputs: one that a later forward
-		 * op updates in place (a batch norm's output after its relu) now
-		 * holds op's version, and is rebuilt again when next read */
+		 * op updates in place (a batch norm's output after its relu)
+		 * now holds op's version.  A dropped one is rebuilt again when
+		 * next read; one that stays resident (a max-pool's output,
+		 * re-run for its indices, which a view layer after it
+		 * "writes") gets its final version back at once: its later
+		 * writers are in-place layers reading only it */
 		for (uint32_t k = 0; k < op->n_out; k++) {
 			int32_t y = op->out[k];
 
-			if (S->avail[y] && last_writer(S, y) != oi)
+			if (last_writer(S, y) == oi)
+				continue;
+			if (S->dropped[y]) {
 				S->avail[y] = 0;
+				continue;
+			}
+			for (uint32_t j = S->w.start[y + 1] - 1; j > S->w.start[y]; j--)
+				if (S->w.list[j - 1] == oi) {
+					while (j < S->w.start[y + 1])
+						push_entry(S, (int32_t)S->w.list[j++], true);
+					break;
+				}
 		}
 		f->wi++;
 		f->ki = 0;

@@ -85,6 +85,21 @@ for m in mobilenet-v2 resnet18; do
 	done
 done
 expect_run "pytorch: at least 8 plans verified ($verified)" 0 -- test "$verified" -ge 8
+# a max pool re-run for its indices overwrites its output, which the view
+# after it "wrote" last: the rebuild re-runs the view too (tests/data/
+# view-after-pool.json: the speed-centric head segment rebuilds p for
+# p.indices, then f1 reads v's version of p.out; before, an internal error)
+expect_run "view after a re-run pool: recompute" 0 --stdout-grep "^recompute: .* 5 extra forward ops \(1.200 ms\), 1 speed-centric and 0 memory-centric segments$" -- \
+	memplan analyze tests/data/view-after-pool.json --strategy recompute
+expect_run "view after a re-run pool: superneurons plan" 0 --stdout-grep "^planner +superneurons: checkpoint offload \+ cost-aware recomputation" -- \
+	memplan plan tests/data/view-after-pool.json --budget 400K --planner superneurons -o "$TMP/v.json"
+expect_run "view after a re-run pool: verify" 0 --stdout-grep 'nothing lost' -- \
+	memplan verify "$TMP/v.json" --iters 2 --warmup 1 --tolerance-peak 0
+# every zoo model as PyTorch builds it analyzes under every strategy
+for m in alexnet vgg16 vgg19 resnet50 inception-v4 densenet-121 unet mobilenet-v2 gpt2 bert llama seq2seq; do
+	memplan gen $m --framework pytorch -o "$TMP/zoo.json" >/dev/null
+	expect_run "pytorch $m: analyze" 0 --stdout-grep "^recompute " -- memplan analyze "$TMP/zoo.json"
+done
 expect_run "gen --framework bad" 2 --stderr "memplan: gen: --framework: expected cudnn or pytorch, got 'jax'" -- \
 	memplan gen resnet18 --framework jax
 done_testing
