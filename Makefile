@@ -10,7 +10,7 @@ CC      ?= cc
 CFLAGS  ?= -O2 -g
 # -Wno-format-truncation: JSON paths in messages are cut to fixed buffers on purpose
 WARN    := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wstrict-prototypes -Werror -Wno-format-truncation
-LIBS    := -ljansson -lglpk -lCbcSolver -lCbc -lcrypto -lm -lpthread -ldl
+LIBS    := -ljansson -lglpk -lCbcSolver -lCbc -lClp -lCoinUtils -lcrypto -lm -lpthread -ldl
 # SANFLAGS, not CFLAGS: `make check` sets CFLAGS on the command line, which
 # would silently drop anything added to CFLAGS here.
 ifdef SANITIZE

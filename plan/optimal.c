@@ -49,6 +49,7 @@
 #include "planners.h"
 
 #include <coin/Cbc_C_Interface.h>
+#include <coin/Clp_C_Interface.h>
 #include <errno.h>
 #include <float.h>
 #include <math.h>
@@ -588,25 +589,59 @@ static int model_stage(struct lp *L, const struct om *M, const struct cols *C, u
 	return 0;
 }
 
-/* Hand the model to CBC (its columns compressed), with the time limit. */
+/* What a solve found: its status, objective, bound and nodes. */
+enum { SOLVE_NONE, SOLVE_FEASIBLE, SOLVE_OPTIMAL, SOLVE_INFEASIBLE, SOLVE_LOST };
+#define SOLVE_LOST_WHY "stopped without an answer (it crashed, or overran its time limit by half)"
+struct solve_out {
+	int status;
+	double obj, bound;
+	int nodes;
+};
+
+/* The model's matrix by columns, as CBC and Clp load it. */
+struct lp_cols {
+	CoinBigIndex *start;
+	int *index;
+	double *value, *lb;
+};
+
+static void lp_cols(const struct lp *L, struct lp_cols *M)
+{
+	uint32_t *fill = mp_xcalloc(L->n_col + 1, sizeof(*fill));
+
+	M->start = mp_xcalloc(L->n_col + 2, sizeof(*M->start));
+	M->index = mp_xmalloc((L->n_nz + 1) * sizeof(*M->index));
+	M->value = mp_xmalloc((L->n_nz + 1) * sizeof(*M->value));
+	M->lb = mp_xcalloc(L->n_col + 1, sizeof(*M->lb));
+	for (uint32_t k = 0; k < L->n_nz; k++)
+		M->start[L->tj[k] + 1]++;
+	for (uint32_t j = 0; j < L->n_col; j++)
+		M->start[j + 1] += M->start[j];
+	for (uint32_t k = 0; k < L->n_nz; k++) {
+		CoinBigIndex at = M->start[L->tj[k]] + fill[L->tj[k]]++;
+
+		M->index[at] = L->ti[k];
+		M->value[at] = L->tv[k];
+	}
+	free(fill);
+}
+
+static void lp_cols_free(struct lp_cols *M)
+{
+	free(M->start);
+	free(M->index);
+	free(M->value);
+	free(M->lb);
+}
+
+/* Hand the model to CBC, with the time limit. */
 static Cbc_Model *cbc_model(const struct lp *L, double limit_s)
 {
 	Cbc_Model *m = Cbc_newModel();
-	int *start = mp_xcalloc(L->n_col + 2, sizeof(*start)), *index = mp_xmalloc((L->n_nz + 1) * sizeof(*index));
-	int *fill = mp_xcalloc(L->n_col + 1, sizeof(*fill));
-	double *value = mp_xmalloc((L->n_nz + 1) * sizeof(*value)), *lb = mp_xcalloc(L->n_col + 1, sizeof(*lb));
+	struct lp_cols M;
 
-	for (uint32_t k = 0; k < L->n_nz; k++)
-		start[L->tj[k] + 1]++;
-	for (uint32_t j = 0; j < L->n_col; j++)
-		start[j + 1] += start[j];
-	for (uint32_t k = 0; k < L->n_nz; k++) {
-		int at = start[L->tj[k]] + fill[L->tj[k]]++;
-
-		index[at] = L->ti[k];
-		value[at] = L->tv[k];
-	}
-	Cbc_loadProblem(m, (int)L->n_col, (int)L->n_row, start, index, value, lb, L->col_ub, L->obj,
+	lp_cols(L, &M);
+	Cbc_loadProblem(m, (int)L->n_col, (int)L->n_row, M.start, M.index, M.value, M.lb, L->col_ub, L->obj,
 			L->row_lo, L->row_hi);
 	for (uint32_t j = 0; j < L->n_col; j++)
 		if (L->is_int[j])
@@ -615,12 +650,36 @@ static Cbc_Model *cbc_model(const struct lp *L, double limit_s)
 	Cbc_setMaximumSeconds(m, limit_s);
 	Cbc_setParameter(m, "threads", "1");
 	Cbc_setParameter(m, "timeMode", "elapsed"); /* wall time, as the parent's deadline */
-	free(start);
-	free(index);
-	free(fill);
-	free(value);
-	free(lb);
+	lp_cols_free(&M);
 	return m;
+}
+
+/* The model's LP relaxation (every column continuous in its bounds),
+ * solved by Clp, the LP solver under CBC: its dual simplex after presolve
+ * solves ResNet-50's 127k columns in about a minute, where CBC's root
+ * takes several before it looks at the clock.  Its optimum bounds every
+ * plan that only recomputes from below.  *a: SOLVE_INFEASIBLE (no plan
+ * fits), SOLVE_OPTIMAL with a->bound, or SOLVE_NONE (the limit came
+ * first). */
+static void clp_relaxation(const struct lp *L, double limit_s, struct solve_out *a)
+{
+	Clp_Simplex *m = Clp_newModel();
+	struct lp_cols M;
+
+	lp_cols(L, &M);
+	Clp_loadProblem(m, (int)L->n_col, (int)L->n_row, M.start, M.index, M.value, M.lb, L->col_ub, L->obj,
+			L->row_lo, L->row_hi);
+	lp_cols_free(&M);
+	Clp_setLogLevel(m, 0);
+	Clp_setMaximumSeconds(m, limit_s);
+	Clp_initialDualSolve(m);
+	if (Clp_isProvenPrimalInfeasible(m)) {
+		a->status = SOLVE_INFEASIBLE;
+	} else if (Clp_isProvenOptimal(m)) {
+		a->status = SOLVE_OPTIMAL;
+		a->bound = Clp_objectiveValue(m);
+	}
+	Clp_deleteModel(m);
 }
 
 /*
@@ -772,15 +831,6 @@ static bool best_heuristic(const struct pl_state *S, struct mp_entry **e, uint32
 	return found;
 }
 
-/* What a solve found: its status, objective, bound and nodes. */
-enum { SOLVE_NONE, SOLVE_FEASIBLE, SOLVE_OPTIMAL, SOLVE_INFEASIBLE, SOLVE_LOST };
-#define SOLVE_LOST_WHY "stopped without an answer (it crashed, or overran its time limit by half)"
-struct solve_out {
-	int status;
-	double obj, bound;
-	int nodes;
-};
-
 /* Write all of buf, or give up. */
 static void write_all(int fd, const void *buf, size_t n)
 {
@@ -799,15 +849,16 @@ static void write_all(int fd, const void *buf, size_t n)
 }
 
 /*
- * Solve in a child process, which writes its answer (struct solve_out, then
- * one byte per R column) to a pipe: a solver that crashes (CBC 2.10's cut
+ * Solve in a child process (relax: only the LP relaxation, clp_relaxation),
+ * which writes its answer (struct solve_out, then one byte per R column) to
+ * a pipe: a solver that crashes (CBC 2.10's cut
  * generators have segfaulted on ResNet-50's model) or overruns its limit by
  * half (it solves the LP relaxation before it looks at the clock) costs the
  * answer, not memplan.  The parent waits at most 1.5 x limit + 5 s, then
  * kills it: *o gets SOLVE_LOST.  rval[c] is R of candidate c.
  */
 static void solve_isolated(const struct lp *L, const double *start, double limit_s, const int *rc,
-			   uint32_t n_r, struct solve_out *o, uint8_t *rval)
+			   uint32_t n_r, bool relax, struct solve_out *o, uint8_t *rval)
 {
 	size_t want = sizeof(*o) + n_r, got = 0;
 	char *buf = mp_xmalloc(want + 1);
@@ -823,10 +874,18 @@ static void solve_isolated(const struct lp *L, const double *start, double limit
 		return;
 	}
 	if (pid == 0) {
-		Cbc_Model *m = cbc_model(L, limit_s);
+		Cbc_Model *m;
 		struct solve_out a = { SOLVE_NONE, 0, 0, 0 };
 
 		close(fd[0]);
+		if (relax) {
+			clp_relaxation(L, limit_s, &a);
+			memcpy(buf, &a, sizeof(a));
+			memset(buf + sizeof(a), 0, n_r);
+			write_all(fd[1], buf, want);
+			_exit(0);
+		}
+		m = cbc_model(L, limit_s);
 		if (start) {
 			int *idx = mp_xmalloc((L->n_col + 1) * sizeof(*idx));
 
@@ -888,26 +947,19 @@ static void solve_isolated(const struct lp *L, const double *start, double limit
  * within the time limit, or the state as it was when none was (the note
  * says which, with the proven bound).
  */
-/* Refuse a model past OPT_MAX_COLS columns, or whose LP relaxation alone
- * would outlast limit_s.  0, or -1 with *err. */
+/* Refuse a model past OPT_MAX_COLS columns (-1 with *err).  1: CBC's LP
+ * relaxation alone would outlast limit_s (it solves it before it looks at
+ * the clock), so only the relaxation is solved, by Clp, for a bound on the
+ * best heuristic plan; 0: the MILP. */
 static int opt_check_size(const struct pl_state *S, uint64_t cols, double limit_s, struct mp_error *err)
 {
-	double lp_s = (double)cols * (double)cols / OPT_LP_COLS2_PER_S;
-
 	if (cols > OPT_MAX_COLS) {
 		mp_error_set(err, "optimal: the net is too large for the exact planner (%u ops: about %llu "
 			     "variables, the limit is %u); use chain or greedy", S->net->n_ops,
 			     (unsigned long long)cols, OPT_MAX_COLS);
 		return -1;
 	}
-	if (lp_s > limit_s) {
-		mp_error_set(err, "optimal: the net is too large for a %g s time limit (%u ops: about %llu "
-			     "variables, whose LP relaxation alone takes about %.0f s); use --time-limit %.0f, "
-			     "or chain or greedy", limit_s, S->net->n_ops, (unsigned long long)cols, lp_s,
-			     10 * ceil(lp_s / 5));
-		return -1;
-	}
-	return 0;
+	return S->req->opt_relax_only || (double)cols * (double)cols / OPT_LP_COLS2_PER_S > limit_s;
 }
 
 /* The model: S and R columns, the rows S[t+1][x] <= S[t][x] +
@@ -1001,10 +1053,46 @@ static void opt_note(struct mp_plan *p, const struct solve_out *so, const char *
 		snprintf(p->note, sizeof(p->note), "the solver %s: %s's plan, %.3f ms recomputed (%u "
 			 "variables, %u constraints)", SOLVE_LOST_WHY, start, so->obj, L->n_col, L->n_row);
 	else
-		snprintf(p->note, sizeof(p->note), "best found in the %.0f s limit%s%s: %.3f ms recomputed; "
+		snprintf(p->note, sizeof(p->note), "best found in the %g s limit%s%s: %.3f ms recomputed; "
 			 "no plan recomputes less than %.3f ms (%u variables, %u constraints)", limit_s,
 			 start ? ", from " : "", start ? start : "", so->obj, so->bound > 0 ? so->bound : 0.0,
 			 L->n_col, L->n_row);
+}
+
+/* The start's re-runs (R from the start v) into rval; returns their
+ * milliseconds. */
+static double start_r(const struct om *M, const struct cols *C, const double *v, uint8_t *rval)
+{
+	double ms = 0;
+
+	for (uint32_t c = 0; c < M->cand_start[M->S->r->n]; c++) {
+		rval[c] = v[C->rc[c] - 1] > 0.5;
+		ms += rval[c] ? M->bl.ms[M->cand[c]] : 0;
+	}
+	return ms;
+}
+
+/* The note of a model too large for an exact solve in the limit: the best
+ * heuristic plan (start; NULL: none fits), and what the LP relaxation
+ * proved. */
+static void opt_relaxed_note(struct mp_plan *p, const struct solve_out *so, const char *start, double limit_s,
+			     double secs, const struct lp *L)
+{
+	char bound[200];
+
+	if (so->status == SOLVE_OPTIMAL)
+		snprintf(bound, sizeof(bound), "its LP relaxation proves no plan recomputes less than %.3f ms",
+			 so->bound);
+	else
+		snprintf(bound, sizeof(bound), "its LP relaxation %s", so->status == SOLVE_LOST ? SOLVE_LOST_WHY :
+			 "did not finish in the limit");
+	if (start)
+		snprintf(p->note, sizeof(p->note), "too large to solve exactly in the %g s limit: %s's plan; %s "
+			 "(%u variables, %u constraints, %.1f s)", limit_s, start, bound, L->n_col, L->n_row, secs);
+	else
+		snprintf(p->note, sizeof(p->note), "too large to solve exactly in the %g s limit, and no "
+			 "heuristic plan that only recomputes fits; %s (%u variables, %u constraints, %.1f s)",
+			 limit_s, bound, L->n_col, L->n_row, secs);
 }
 
 /* The model counts the simulated peak, not the arena: where its plan (built
@@ -1054,7 +1142,7 @@ int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 	uint8_t *rval = NULL;
 	uint32_t n_r;
 	double limit_s, solve_s, t0, secs;
-	int rc, stuck;
+	int rc, stuck, relax;
 	const char *start = NULL; /* the heuristic the solver started from */
 	struct mp_entry *he = NULL; /* its sequence */
 	uint32_t n_he = 0;
@@ -1063,7 +1151,7 @@ int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 	if ((rc = pl_fits_as_is(S, p, err)) != 0)
 		return rc < 0 ? -1 : 0;
 	limit_s = plan_time_limit(S->req);
-	if (opt_check_size(S, om_build(&M, S), limit_s, err) < 0) {
+	if ((relax = opt_check_size(S, om_build(&M, S), limit_s, err)) < 0) {
 		om_free(&M);
 		return -1;
 	}
@@ -1082,32 +1170,34 @@ int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 	n_r = M.cand_start[r->n];
 	rval = mp_xcalloc(n_r + 1, 1);
 	t0 = plan_now_s();
-	solve_isolated(&L, start ? v : NULL, solve_s, C.rc, n_r, &so, rval);
+	solve_isolated(&L, start ? v : NULL, solve_s, C.rc, n_r, relax, &so, rval);
 	secs = plan_now_s() - t0;
 	p->iterations = (uint32_t)so.nodes;
 	if (so.status == SOLVE_INFEASIBLE) {
 		snprintf(p->note, sizeof(p->note), "proven: no plan that only recomputes fits (%u variables, "
-			 "%u constraints, %.1f s)", L.n_col, L.n_row, secs);
+			 "%u constraints, %.1f s%s)", L.n_col, L.n_row, secs, relax ? ", its LP relaxation" : "");
 		goto out;
 	}
-	if (so.status == SOLVE_LOST && start) {
+	if (relax) {
+		opt_relaxed_note(p, &so, start, limit_s, secs, &L);
+		if (!start)
+			goto out;
+		so.obj = start_r(&M, &C, v, rval);
+	} else if (so.status == SOLVE_LOST && start) {
 		/* the solver crashed or outlived its deadline: the start stands */
-		for (uint32_t c = 0; c < n_r; c++)
-			rval[c] = v[C.rc[c] - 1] > 0.5;
-		so.obj = 0;
-		for (uint32_t c = 0; c < n_r; c++)
-			so.obj += rval[c] ? M.bl.ms[M.cand[c]] : 0;
+		so.obj = start_r(&M, &C, v, rval);
 	} else if (so.status != SOLVE_OPTIMAL && so.status != SOLVE_FEASIBLE) {
-		snprintf(p->note, sizeof(p->note), "no plan found in the %.0f s limit%s (%u variables, %u "
+		snprintf(p->note, sizeof(p->note), "no plan found in the %g s limit%s (%u variables, %u "
 			 "constraints)", limit_s, so.status == SOLVE_LOST ? ", the solver " SOLVE_LOST_WHY : "",
 			 L.n_col, L.n_row);
 		goto out;
 	}
 	opt_sequence(S, &M, rval);
-	opt_note(p, &so, start, limit_s, secs, &L);
+	if (!relax)
+		opt_note(p, &so, start, limit_s, secs, &L);
 out:
 	rc = pl_build(S, err) < 0 ? -1 : 0;
-	if (rc == 0 && start && S->seq && pl_overflow(S, S->req->budget_bytes) > 0)
+	if (rc == 0 && start && !relax && S->seq && pl_overflow(S, S->req->budget_bytes) > 0)
 		rc = opt_prefer_packing_start(S, p, he, n_he, start, &so, &L, err);
 	free(he);
 	free(v);

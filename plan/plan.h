@@ -57,6 +57,8 @@ struct mp_plan_req {
 	double time_limit_s;            /* optimal: solver time limit; 0: OPT_DEFAULT_LIMIT_S */
 	double deadline_s;              /* optimal, set by plan_run: stop solving at this
 					 * plan_now_s() (arena retries share the limit); 0: none */
+	bool opt_relax_only;            /* optimal: solve only the LP relaxation, as for a
+					 * model too large for the limit (the tests) */
 	/* dqn */
 	uint32_t dqn_episodes;          /* training episodes; 0: the default (DQN_EPISODES
 					 * from fresh weights, none from a loaded model) */

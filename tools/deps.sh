@@ -4,7 +4,7 @@
 # root it runs apt-get; otherwise it names the packages and stops.
 need=""
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in gcc make libjansson-dev libglpk-dev coinor-libcbc-dev libssl-dev python3-torch python3-torchvision; do
+for p in gcc make libjansson-dev libglpk-dev coinor-libcbc-dev coinor-libclp-dev libssl-dev python3-torch python3-torchvision; do
 	have "$p" || need="$need $p"
 done
 [ -z "$need" ] && exit 0
