@@ -95,6 +95,8 @@ expect_run "view after a re-run pool: superneurons plan" 0 --stdout-grep "^plann
 	memplan plan tests/data/view-after-pool.json --budget 400K --planner superneurons -o "$TMP/v.json"
 expect_run "view after a re-run pool: verify" 0 --stdout-grep 'nothing lost' -- \
 	memplan verify "$TMP/v.json" --iters 2 --warmup 1 --tolerance-peak 0
+expect_run "view after a re-run pool: capacity" 0 --stdout-grep "^superneurons +[0-9]+ " -- \
+	memplan capacity tests/data/view-after-pool.json --gpu k40c
 # every zoo model as PyTorch builds it analyzes under every strategy
 for m in alexnet vgg16 vgg19 resnet50 inception-v4 densenet-121 unet mobilenet-v2 gpt2 bert llama seq2seq; do
 	memplan gen $m --framework pytorch -o "$TMP/zoo.json" >/dev/null
