@@ -2,7 +2,7 @@
  * memplan verify PLAN.json [--device host|cuda] [--iters N] [--warmup N]
  *   [--alloc arena|pool|async] [--compute real|timed] [--time-scale X]
  *   [--clock virtual|wall] [--tolerance-peak PCT] [--tolerance-time PCT] [--report FILE]
- *   [--op-times NET.json] [--adapt N [--alpha A]]
+ *   [--op-times NET.json[,NET.json...]] [--adapt N [--alpha A]]
  * memplan verify --probe
  * Run a plan, check that it loses no data, and hold the prediction to
  * account: predicted vs measured per phase and in total; exit 1 outside the
@@ -383,24 +383,78 @@ struct run_plan {
 	bool replanned;
 };
 
-/* --op-times: per op of net, the time `actual` gives the op of that name
- * over net's (1 where net's is 0); in a plan of several jobs, an op actual
- * does not name with its job's prefix is looked up without it (copies of
- * one net run at that net's times).  0, or -1 with *err naming an op actual
- * lacks. */
-static int op_factors(const struct mp_net *net, const struct mp_net *actual, double *factor, struct mp_error *err)
+/* --op-times FILE[,FILE...]: the nets whose times the ops run at, one for
+ * the whole plan or one per job in the plan's job order. */
+struct op_times {
+	uint32_t n;
+	struct mp_net **net;       /* [n] */
+	char **file;               /* [n] */
+};
+
+static void op_times_release(struct op_times *ot)
 {
+	for (uint32_t i = 0; i < ot->n; i++) {
+		net_free(ot->net[i]);
+		free(ot->file[i]);
+	}
+	free(ot->net);
+	free(ot->file);
+	memset(ot, 0, sizeof(*ot));
+}
+
+/* Load spec's files (comma-separated); EXIT_OK, or EXIT_BAD_INPUT after
+ * printing. */
+static int op_times_load(const char *spec, struct op_times *ot)
+{
+	for (const char *p = spec;;) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char *f = mp_xmalloc(len + 1);
+
+		memcpy(f, p, len);
+		f[len] = 0;
+		ot->net = mp_xrealloc(ot->net, (ot->n + 1) * sizeof(*ot->net));
+		ot->file = mp_xrealloc(ot->file, (ot->n + 1) * sizeof(*ot->file));
+		ot->file[ot->n] = f;
+		ot->net[ot->n] = NULL;
+		ot->n++;
+		if (!len)
+			return cli_error(EXIT_BAD_INPUT, "--op-times: '%s': an empty file name", spec);
+		if (!(ot->net[ot->n - 1] = cli_load_net(f)))
+			return EXIT_BAD_INPUT;
+		if (!end)
+			return EXIT_OK;
+		p = end + 1;
+	}
+}
+
+/* --op-times: per op of net, the time its net in ot (the one, or its
+ * job's) gives the op of that name over net's (1 where net's is 0); in a
+ * plan of several jobs, an op that net does not name with its job's prefix
+ * is looked up without it (copies of one net run at that net's times, and a
+ * job's own net names its ops without).  0, or -1 with *err naming the file
+ * and an op it lacks. */
+static int op_factors(const struct mp_net *net, const struct op_times *ot, double *factor, struct mp_error *err)
+{
+	if (ot->n > 1 && ot->n != net->n_jobs) {
+		mp_error_set(err, "%u files for a plan of %u job%s: give one, or one per job", ot->n, net->n_jobs,
+			     net->n_jobs == 1 ? "" : "s");
+		return -1;
+	}
 	for (uint32_t k = 0; k < net->n_ops; k++) {
+		uint32_t job = net->n_jobs ? jobs_of_op(net, (int32_t)k) : 0;
+		const struct mp_net *actual = ot->net[ot->n > 1 ? job : 0];
 		int32_t j = net_find_op(actual, net->ops[k].name);
 
 		if (j < 0 && net->n_jobs) {
-			const char *prefix = net->jobs[jobs_of_op(net, (int32_t)k)].prefix;
+			const char *prefix = net->jobs[job].prefix;
 
 			if (!strncmp(net->ops[k].name, prefix, strlen(prefix)))
 				j = net_find_op(actual, net->ops[k].name + strlen(prefix));
 		}
 		if (j < 0) {
-			mp_error_set(err, "no op named '%s' (the plan's net has it)", net->ops[k].name);
+			mp_error_set(err, "%s: no op named '%s' (the plan's net has it)", ot->file[ot->n > 1 ? job : 0],
+				     net->ops[k].name);
 			return -1;
 		}
 		factor[k] = net->ops[k].ms > 0 ? actual->ops[j].ms / net->ops[k].ms : 1;
@@ -432,7 +486,7 @@ static void print_round(uint32_t round, const struct mp_plan *p, const struct mp
 struct adapt_opts {
 	uint32_t every;            /* --adapt N; 0: off */
 	double alpha;
-	const struct mp_net *actual; /* --op-times, or NULL */
+	const struct op_times *ot; /* --op-times (n 0: none) */
 	uint32_t replans;          /* set by adapt_run: plans made */
 };
 
@@ -481,11 +535,11 @@ static int adapt_run(const struct backend_i *be, struct run_plan *rp, const stru
 
 		ro.iters = left < a->every ? left : a->every;
 		left -= ro.iters;
-		if (a->actual && op_factors(rp->net, a->actual, factor, err) < 0) {
+		if (a->ot->n && op_factors(rp->net, a->ot, factor, err) < 0) {
 			rc = ADAPT_FAILED;
 			break;
 		}
-		ro.op_factor = a->actual ? factor : NULL;
+		ro.op_factor = a->ot->n ? factor : NULL;
 		if ((rc = replay_run(be, rp->net, req, rp->plan, &ro, res, err)) < 0)
 			break;
 		exec_compare(rp->net, rp->plan, res, 0, -1, &cmp);
@@ -517,12 +571,12 @@ static int adapt_run(const struct backend_i *be, struct run_plan *rp, const stru
 	return rc;
 }
 
-/* The plan file (*root, *net, *req, *plan) and, with --op-times, the net
- * whose times the ops run at (*actual) with its factors for the plan's net
+/* The plan file (*root, *net, *req, *plan) and, with --op-times, the nets
+ * whose times the ops run at (*ot) with their factors for the plan's net
  * (*factor, [n_ops], malloc'd whatever the result).  EXIT_OK, or
  * EXIT_BAD_INPUT after printing. */
 static int load_inputs(const char *path, const char *op_times, json_t **root, struct mp_net **net,
-		       struct mp_plan_req *req, struct mp_plan *plan, struct mp_net **actual, double **factor)
+		       struct mp_plan_req *req, struct mp_plan *plan, struct op_times *ot, double **factor)
 {
 	struct mp_error err = { "" };
 	int rc;
@@ -530,10 +584,10 @@ static int load_inputs(const char *path, const char *op_times, json_t **root, st
 	if ((rc = cli_load_plan(path, root, net, req, plan)) != EXIT_OK)
 		return rc;
 	*factor = mp_xmalloc(((*net)->n_ops + 1) * sizeof(**factor));
-	if (op_times && !(*actual = cli_load_net(op_times)))
-		return EXIT_BAD_INPUT;
-	if (*actual && op_factors(*net, *actual, *factor, &err) < 0)
-		return cli_error(EXIT_BAD_INPUT, "--op-times: %s: %s", op_times, err.msg);
+	if (op_times && (rc = op_times_load(op_times, ot)) != EXIT_OK)
+		return rc;
+	if (ot->n && op_factors(*net, ot, *factor, &err) < 0)
+		return cli_error(EXIT_BAD_INPUT, "--op-times: %s", err.msg);
 	return EXIT_OK;
 }
 
@@ -611,7 +665,7 @@ int cmd_verify(int argc, char **argv)
 		OPT_CALL("tolerance-peak", 0, "PCT", 0, &tol_peak, set_percent),
 		OPT_CALL("tolerance-time", 0, "PCT", 0, &tol_time, set_percent),
 		OPT_STRING("report", 0, "FILE", 0, &report),
-		OPT_STRING("op-times", 0, "NET.json", CLI_NEWLINE, &op_times),
+		OPT_STRING("op-times", 0, "NET.json[,...]", CLI_NEWLINE, &op_times),
 		OPT_COUNT("adapt", "N", 0, &ad.every, 1),
 		OPT_CALL("alpha", 0, "A", 0, &ad.alpha, set_alpha),
 		OPT_FLAG("probe", CLI_HIDDEN, &do_probe),
@@ -622,7 +676,8 @@ int cmd_verify(int argc, char **argv)
 	struct mp_plan_req req;
 	struct mp_plan plan;
 	struct mp_error err = { "" };
-	struct mp_net *net = NULL, *actual = NULL;
+	struct mp_net *net = NULL;
+	struct op_times ot = { 0 };
 	struct run_plan rp = { 0 };
 	json_t *root = NULL;
 	double *factor = NULL;
@@ -653,7 +708,7 @@ int cmd_verify(int argc, char **argv)
 	if (tol_time < 0 && cuda)
 		tol_time = 10;
 	plan_init(&plan);
-	if ((rc = load_inputs(path, op_times, &root, &net, &req, &plan, &actual, &factor)) != EXIT_OK)
+	if ((rc = load_inputs(path, op_times, &root, &net, &req, &plan, &ot, &factor)) != EXIT_OK)
 		goto out;
 	/* a plan of several jobs: its "jobs" (with their nets) is what a
 	 * report's digest covers, and what re-planning corrects */
@@ -662,8 +717,8 @@ int cmd_verify(int argc, char **argv)
 		rc = cli_error(EXIT_BAD_INPUT, "verify: %s: %s; --device host still checks the schedule", path, err.msg);
 		goto out;
 	}
-	eo.op_factor = actual ? factor : NULL;
-	ad.actual = actual;
+	eo.op_factor = ot.n ? factor : NULL;
+	ad.ot = &ot;
 	if (ad.every)
 		run_rc = adapt_run(backend_find(cuda ? "cuda" : "host"), &rp, &req, &eo, &ad, factor, &res, &err);
 	else
@@ -691,7 +746,7 @@ out:
 		replan_release(&rp.re);
 	plan_release(&plan);
 	net_free(net);
-	net_free(actual);
+	op_times_release(&ot);
 	free(factor);
 	json_decref(root);
 	return rc;
