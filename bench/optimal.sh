@@ -57,10 +57,12 @@ for f in $NETS; do
 			"too large to solve exactly"*"no plan recomputes less than"*)
 				bound=$(echo "$note" | sed -n 's/.*less than \([0-9.]*\) ms.*/\1/p' |
 					awk -v b="$base" '{ printf ">= +%.1f%% (LP relaxation)", 100 * $1 / b }')
-				cell="$cell ($(echo "$note" | sed -n "s/.*limit: \([a-z-]*\)'s plan.*/\1/p"))" ;;
+				h=$(echo "$note" | sed -n "s/.*limit: \([a-z-]*\)'s plan.*/\1/p")
+				[ -n "$h" ] && cell="$cell ($h)" ;;
 			"too large to solve exactly"*)
 				bound="LP relaxation: $(echo "$note" | sed -n 's/.*its LP relaxation \([^(]*\) (.*/\1/p')"
-				cell="$cell ($(echo "$note" | sed -n "s/.*limit: \([a-z-]*\)'s plan.*/\1/p"))" ;;
+				h=$(echo "$note" | sed -n "s/.*limit: \([a-z-]*\)'s plan.*/\1/p")
+				[ -n "$h" ] && cell="$cell ($h)" ;;
 			*"no plan recomputes less than"*)
 				bound=$(echo "$note" | sed -n 's/.*less than \([0-9.]*\) ms.*/\1/p' |
 					awk -v b="$base" '{ printf ">= +%.1f%%", 100 * $1 / b }') ;;

@@ -3,6 +3,7 @@
 # 50, 33 and 25% of each net's liveness peak, and where each net's floor lies.
 # Prints markdown; bench/plan-quality.md records a run.
 #   MEMPLAN=./memplan bash bench/plan-quality.sh > out.md
+#   FRAMEWORK=pytorch PLANNERS="chain greedy" bash bench/plan-quality.sh
 # Overheads are memplan's own predictions (roofline times of the examples'
 # device) against the unconstrained run: liveness with the default
 # algorithms.  The main table plans with --workspace none (the cost of the
@@ -14,11 +15,22 @@ cd "$(dirname "$0")/.."
 M=${MEMPLAN:-./memplan}
 OUT=bench/out
 mkdir -p "$OUT"
-PLANNERS="chain greedy chen checkpoint-blocks superneurons tf-swap tensile"
+PLANNERS=${PLANNERS:-chain greedy chen checkpoint-blocks superneurons tf-swap tensile}
 
-[ -f "$OUT/mobilenet-v2.json" ] || $M gen mobilenet-v2 -o "$OUT/mobilenet-v2.json"
-NETS="examples/resnet50-b32.json examples/resnet152-b32.json examples/vgg16-b64.json examples/unet.json
+# FRAMEWORK=pytorch: the same models as `memplan gen --framework pytorch
+# --grads set_to_none` builds them, whose liveness peak is what PyTorch
+# allocates (bench/fidelity.md): the peak MONeT's and DTR's fractions are of
+if [ "${FRAMEWORK:-}" = pytorch ]; then
+	NETS=
+	for m in resnet50 resnet152 vgg16 unet mobilenet-v2 densenet121 gpt2-small bert-base; do
+		$M gen $m --framework pytorch --grads set_to_none -o "$OUT/pt-$m.json"
+		NETS="$NETS $OUT/pt-$m.json"
+	done
+else
+	[ -f "$OUT/mobilenet-v2.json" ] || $M gen mobilenet-v2 -o "$OUT/mobilenet-v2.json"
+	NETS="examples/resnet50-b32.json examples/resnet152-b32.json examples/vgg16-b64.json examples/unet.json
 $OUT/mobilenet-v2.json examples/densenet121-b32.json examples/gpt2-small.json examples/bert-base.json"
+fi
 
 num() { sed -n "s/.*\"$1\": \([-0-9.e+]*\).*/\1/p" | head -n 1; }
 
