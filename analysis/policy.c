@@ -290,47 +290,27 @@ static void ensure(struct rc_state *S, int32_t target, bool temporary)
 			continue;
 		push_entry(S, (int32_t)oi, true);
 		/* re-running op overwrites its outputs: one that a later forward
-		 * op updates in place (a batch norm's output after its relu)
-		 * now holds op's version.  A dropped one is rebuilt again when
-		 * next read; one that stays resident (a max-pool's output,
-		 * re-run for its indices, which a view layer after it
-		 * "writes") gets its final version back at once: its later
-		 * writers are in-place layers reading only it */
+		 * op updates in place (a batch norm's output after its relu) now
+		 * holds op's version, and is rebuilt again when next read; one
+		 * op writes last is back, t once its last writer re-ran, and a
+		 * sibling at once (a dropout's mask, re-run on the way to the
+		 * output the relu after it updates: not re-run again for the
+		 * mask) */
 		for (uint32_t k = 0; k < op->n_out; k++) {
 			int32_t y = op->out[k];
 
-			if (last_writer(S, y) == oi)
-				continue;
-			if (S->dropped[y]) {
+			if (last_writer(S, y) != oi) {
 				S->avail[y] = 0;
-				continue;
-			}
-			for (uint32_t j = S->w.start[y + 1] - 1; j > S->w.start[y]; j--)
-				if (S->w.list[j - 1] == oi) {
-					while (j < S->w.start[y + 1])
-						push_entry(S, (int32_t)S->w.list[j++], true);
-					break;
+			} else if (S->dropped[y] && !S->avail[y]) {
+				S->avail[y] = 1;
+				if ((S->keep ? !S->keep[y] : temporary) && !S->temp[y]) {
+					S->temp[y] = 1;
+					S->tmp_list[S->n_tmp++] = y;
 				}
+			}
 		}
 		f->wi++;
 		f->ki = 0;
-		if (f->wi == S->w.start[t + 1] - S->w.start[t]) {
-			/* every forward writer re-ran: t and its siblings are back,
-			 * those op writes last: a sibling an in-place layer
-			 * updates after op (a batch norm's output, which its relu
-			 * overwrites, when op re-ran for the statistics) is not */
-			for (uint32_t k = 0; k < op->n_out; k++) {
-				int32_t y = op->out[k];
-
-				if (S->dropped[y] && !S->avail[y] && last_writer(S, y) == oi) {
-					S->avail[y] = 1;
-					if ((S->keep ? !S->keep[y] : temporary) && !S->temp[y]) {
-						S->temp[y] = 1;
-						S->tmp_list[S->n_tmp++] = y;
-					}
-				}
-			}
-		}
 	}
 }
 
@@ -420,7 +400,21 @@ static int rc_droppable(const struct rc_state *S, const struct mp_policy_opts *o
 				info->rule_blocked++;
 		}
 	}
-	/* rebuilding re-runs the writers whole: it must not
+	/* rebuilding re-runs the writers whole: it must not overwrite
+	 * another of their outputs that a later forward op updates in
+	 * place, unless that one is rebuilt too (a dropout's mask under
+	 * the relu that updates its output: re-running the dropout would
+	 * apply it again) */
+	for (uint32_t j = S->w.start[t]; ok && j < S->w.start[t + 1]; j++) {
+		const struct mp_op *wop = &net->ops[S->w.list[j]];
+
+		for (uint32_t k = 0; ok && k < wop->n_out; k++) {
+			int32_t y = wop->out[k];
+
+			ok = y == t || S->dropped[y] || last_writer(S, y) == S->w.list[j];
+		}
+	}
+	/* and it must not
 	 * materialise more than it rebuilds (a dead-end batch
 	 * norm's large output for its small statistics) */
 	for (uint32_t j = S->w.start[t]; ok && j < S->w.start[t + 1]; j++) {

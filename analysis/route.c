@@ -151,16 +151,22 @@ static void route_unwritten_error(const struct route_graph *G, uint32_t o, uint3
 }
 
 /* Dependencies within a phase: a reader waits for the writers of what it
- * reads (an in-place updater, for the pure writers only).  Several writers
- * are joined by one barrier node, so W writers and R readers of one tensor
- * cost W + R edges, not W * R.  Cross-phase reads must look backward: a
- * later phase runs later.  0, or -1 with *err. */
+ * reads (an in-place updater, for the pure writers only, and for the
+ * in-place updaters before it in the file: add_ then relu_ on one tensor is
+ * relu(x + y), not relu(x) + y).  Several writers are joined by one barrier
+ * node, so W writers and R readers of one tensor cost W + R edges, not W *
+ * R.  Cross-phase reads must look backward: a later phase runs later.  0,
+ * or -1 with *err. */
 static int route_deps(struct route_graph *G, struct mp_error *err)
 {
 	const struct mp_net *net = G->net;
 	uint32_t n = G->n;
 	uint32_t *outmark = mp_xcalloc(G->nt + 1, sizeof(*outmark));
+	uint32_t *last_upd = mp_xmalloc((3 * (size_t)G->nt + 1) * sizeof(*last_upd));
 	int rc = -1;
+
+	for (size_t i = 0; i < 3 * (size_t)G->nt; i++)
+		last_upd[i] = UINT32_MAX;
 
 	for (uint32_t o = 0; o < n; o++) {
 		const struct mp_op *op = &net->ops[o];
@@ -178,6 +184,11 @@ static int route_deps(struct route_graph *G, struct mp_error *err)
 			if (!earlier) {
 				route_unwritten_error(G, o, k, err);
 				goto out;
+			}
+			if (inplace) {
+				if (last_upd[tp] != UINT32_MAX)
+					add_edge(&G->el, &G->n_el, &G->cap_el, last_upd[tp], o);
+				last_upd[tp] = o;
 			}
 			if (cnt_w == 1) {
 				uint32_t w = inplace ? G->one_pure[tp] : G->one_all[tp];
@@ -202,6 +213,7 @@ static int route_deps(struct route_graph *G, struct mp_error *err)
 	rc = 0;
 out:
 	free(outmark);
+	free(last_upd);
 	return rc;
 }
 

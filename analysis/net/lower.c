@@ -231,10 +231,46 @@ static int check_inplace(struct loader *L, uint32_t idx)
 	return 0;
 }
 
-/* Kahn's order over layers; a cycle is reported with a layer on it. */
+/* Push layer i on the min-heap h of nh layers (by file position). */
+static void ready_push(uint32_t *h, uint32_t *nh, uint32_t i)
+{
+	uint32_t c = (*nh)++;
+
+	while (c && h[(c - 1) / 2] > i) {
+		h[c] = h[(c - 1) / 2];
+		c = (c - 1) / 2;
+	}
+	h[c] = i;
+}
+
+static uint32_t ready_pop(uint32_t *h, uint32_t *nh)
+{
+	uint32_t top = h[0], x = h[--*nh], c = 0;
+
+	for (;;) {
+		uint32_t k = 2 * c + 1;
+
+		if (k >= *nh)
+			break;
+		if (k + 1 < *nh && h[k + 1] < h[k])
+			k++;
+		if (h[k] >= x)
+			break;
+		h[c] = h[k];
+		c = k;
+	}
+	if (*nh)
+		h[c] = x;
+	return top;
+}
+
+/* Kahn's order over layers, the earliest in the file first among those
+ * ready: a file already in order keeps its order, and one whose inputs come
+ * later is lowered after them.  A cycle is reported with a layer on it. */
 int order_layers(struct loader *L, uint32_t n, int32_t *order)
 {
-	uint32_t *indeg = mp_xcalloc(n, sizeof(*indeg)), head = 0, tail = 0;
+	uint32_t *indeg = mp_xcalloc(n, sizeof(*indeg)), tail = 0, nh = 0;
+	uint32_t *heap = mp_xmalloc((n + 1) * sizeof(*heap));
 	uint32_t *cstart = mp_xcalloc(n + 1, sizeof(*cstart)), *cons;
 	int rc = 0;
 
@@ -258,15 +294,17 @@ int order_layers(struct loader *L, uint32_t n, int32_t *order)
 	for (uint32_t i = 0; i < n; i++) {
 		indeg[i] = L->ls[i].n_inputs;
 		if (!indeg[i])
-			order[tail++] = (int32_t)i;
+			ready_push(heap, &nh, i);
 	}
-	while (head < tail) {
-		uint32_t u = (uint32_t)order[head++];
+	while (nh) {
+		uint32_t u = ready_pop(heap, &nh);
 
+		order[tail++] = (int32_t)u;
 		for (uint32_t k = cstart[u]; k < cstart[u + 1]; k++)
 			if (--indeg[cons[k]] == 0)
-				order[tail++] = (int32_t)cons[k];
+				ready_push(heap, &nh, cons[k]);
 	}
+	free(heap);
 	if (tail < n) {
 		/* every unordered layer has an unordered input: walk inputs until a repeat */
 		uint32_t start = 0;
@@ -381,7 +419,9 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 			goto out;
 
 	net->n_layers = n;
-	for (uint32_t i = 0; i < n; i++) {
+	/* in order: a layer reads (or, in place, aliases) its inputs' outputs */
+	for (uint32_t q = 0; q < n; q++) {
+		uint32_t i = (uint32_t)order[q];
 		struct lspec *s = &L->ls[i];
 		struct mp_layer *ly = &net->layers[i];
 		const char *nm = s->name;
@@ -472,7 +512,11 @@ int lower_layers(struct loader *L, uint32_t n, const int32_t *order)
 			idl_add(&in, net->layers[s->inputs[k]].out);
 		for (uint32_t k = 0; k < s->n_params; k++)
 			idl_add(&in, pid[k]);
-		idl_add(&out, ly->out);
+		/* a view writes nothing: its tensor keeps the version its
+		 * producer left (a max pool re-run for its indices rebuilds
+		 * what the flatten after it hands on) */
+		if (s->type != MP_L_RESHAPE)
+			idl_add(&out, ly->out);
 		if (mask >= 0)
 			idl_add(&out, mask);
 		if (stats >= 0)

@@ -72,7 +72,7 @@ verified=0
 for m in mobilenet-v2 resnet18; do
 	memplan gen $m --batch 2 --image 64x64 --framework pytorch -o "$TMP/$m.json" >/dev/null
 	peak=$("$MEMPLAN" analyze "$TMP/$m.json" --strategy liveness --format json | sed -n 's/.*"peak_bytes": \([0-9]*\).*/\1/p' | head -n 1)
-	for f in 70 50; do
+	for f in 70 60 50; do
 		for p in greedy chain chen checkpoint-blocks superneurons tf-swap tensile; do
 			"$MEMPLAN" plan "$TMP/$m.json" --budget $((peak * f / 100)) --planner $p -o "$TMP/p.json" >/dev/null 2>&1
 			rc=$?
@@ -85,11 +85,13 @@ for m in mobilenet-v2 resnet18; do
 	done
 done
 expect_run "pytorch: at least 8 plans verified ($verified)" 0 -- test "$verified" -ge 8
-# a max pool re-run for its indices overwrites its output, which the view
-# after it "wrote" last: the rebuild re-runs the view too (tests/data/
-# view-after-pool.json: the speed-centric head segment rebuilds p for
-# p.indices, then f1 reads v's version of p.out; before, an internal error)
-expect_run "view after a re-run pool: recompute" 0 --stdout-grep "^recompute: .* 5 extra forward ops \(1.200 ms\), 1 speed-centric and 0 memory-centric segments$" -- \
+# a view writes nothing (memplan-net(5), reshape): a max pool re-run for its
+# indices leaves its output as the flatten after it hands it on
+# (tests/data/view-after-pool.json: the speed-centric head segment re-runs
+# p for p.indices, then f1, r1 and f2, 1.2 ms; when the view counted as a
+# writer, f1's rebuild read p's version where its first run read v's, an
+# internal error)
+expect_run "view after a re-run pool: recompute" 0 --stdout-grep "^recompute: .* 4 extra forward ops \(1.200 ms\), 1 speed-centric and 0 memory-centric segments$" -- \
 	memplan analyze tests/data/view-after-pool.json --strategy recompute
 expect_run "view after a re-run pool: superneurons plan" 0 --stdout-grep "^planner +superneurons: checkpoint offload \+ cost-aware recomputation" -- \
 	memplan plan tests/data/view-after-pool.json --budget 400K --planner superneurons -o "$TMP/v.json"
@@ -99,7 +101,8 @@ expect_run "view after a re-run pool: capacity" 0 --stdout-grep "^superneurons +
 	memplan capacity tests/data/view-after-pool.json --gpu k40c
 # every zoo model as PyTorch builds it analyzes under every strategy
 for m in alexnet vgg16 vgg19 resnet50 inception-v4 densenet-121 unet mobilenet-v2 gpt2 bert llama seq2seq; do
-	memplan gen $m --framework pytorch -o "$TMP/zoo.json" >/dev/null
+	rm -f "$TMP/zoo.json"
+	expect_run "pytorch $m: gen" 0 -- memplan gen $m --framework pytorch -o "$TMP/zoo.json"
 	expect_run "pytorch $m: analyze" 0 --stdout-grep "^recompute " -- memplan analyze "$TMP/zoo.json"
 done
 expect_run "gen --framework bad" 2 --stderr "memplan: gen: --framework: expected cudnn or pytorch, got 'jax'" -- \
