@@ -436,9 +436,12 @@ static int op_times_load(const char *spec, struct op_times *ot)
  * and an op it lacks. */
 static int op_factors(const struct mp_net *net, const struct op_times *ot, double *factor, struct mp_error *err)
 {
+	if (ot->n > 1 && !net->n_jobs) {
+		mp_error_set(err, "%u files for a plan of one net: give one", ot->n);
+		return -1;
+	}
 	if (ot->n > 1 && ot->n != net->n_jobs) {
-		mp_error_set(err, "%u files for a plan of %u job%s: give one, or one per job", ot->n, net->n_jobs,
-			     net->n_jobs == 1 ? "" : "s");
+		mp_error_set(err, "%u files for a plan of %u jobs: give one, or one per job", ot->n, net->n_jobs);
 		return -1;
 	}
 	for (uint32_t k = 0; k < net->n_ops; k++) {

@@ -39,7 +39,10 @@
  *
  * The solver starts from the fastest fitting plan of chain, greedy (without
  * swaps), chen and checkpoint-blocks, so it never returns worse, and its
- * bound says how far that plan may be from the optimum.  It runs in a child
+ * bound says how far that plan may be from the optimum.  Where CBC's root
+ * LP alone would take more than a third of the time limit, only the LP
+ * relaxation is solved, by Clp (clp_relaxation), and that start plan is
+ * returned as it is, with the relaxation's optimum as its bound.  It runs in a child
  * process (solve_isolated): a crash or an overrun costs the answer, not
  * memplan.
  *
@@ -590,7 +593,7 @@ static int model_stage(struct lp *L, const struct om *M, const struct cols *C, u
 }
 
 /* What a solve found: its status, objective, bound and nodes. */
-enum { SOLVE_NONE, SOLVE_FEASIBLE, SOLVE_OPTIMAL, SOLVE_INFEASIBLE, SOLVE_LOST };
+enum { SOLVE_NONE, SOLVE_FEASIBLE, SOLVE_OPTIMAL, SOLVE_INFEASIBLE, SOLVE_LOST, SOLVE_TIME };
 #define SOLVE_LOST_WHY "stopped without an answer (it crashed, or overran its time limit by half)"
 struct solve_out {
 	int status;
@@ -659,8 +662,8 @@ static Cbc_Model *cbc_model(const struct lp *L, double limit_s)
  * solves ResNet-50's 127k columns in about a minute, where CBC's root
  * takes several before it looks at the clock.  Its optimum bounds every
  * plan that only recomputes from below.  *a: SOLVE_INFEASIBLE (no plan
- * fits), SOLVE_OPTIMAL with a->bound, or SOLVE_NONE (the limit came
- * first). */
+ * fits), SOLVE_OPTIMAL with a->bound, SOLVE_TIME (the limit came first),
+ * or SOLVE_NONE with a->nodes Clp's status (it gave up otherwise). */
 static void clp_relaxation(const struct lp *L, double limit_s, struct solve_out *a)
 {
 	Clp_Simplex *m = Clp_newModel();
@@ -678,6 +681,9 @@ static void clp_relaxation(const struct lp *L, double limit_s, struct solve_out 
 	} else if (Clp_isProvenOptimal(m)) {
 		a->status = SOLVE_OPTIMAL;
 		a->bound = Clp_objectiveValue(m);
+	} else {
+		a->status = Clp_status(m) == 3 ? SOLVE_TIME : SOLVE_NONE; /* 3: stopped on a limit */
+		a->nodes = Clp_status(m);
 	}
 	Clp_deleteModel(m);
 }
@@ -789,23 +795,28 @@ static bool lp_feasible(const struct lp *L, const double *v)
 	return ok;
 }
 
-/* The fastest plan among the recomputing heuristics that fits the budget:
- * chain, greedy without swaps, chen, checkpoint-blocks.  Its sequence in
- * *e (malloc'd), its time in *ms; false when none fits. */
-static bool best_heuristic(const struct pl_state *S, struct mp_entry **e, uint32_t *n_e, double *ms,
+/* The fastest plan among the recomputing heuristics that fits the budget
+ * (its simulated peak, and its arena before any that does not pack): chain,
+ * greedy without swaps (its static pass, and with online its online pass,
+ * whose re-runs the model's stages need not hold), chen,
+ * checkpoint-blocks.  Its sequence in *e (malloc'd), its time in *ms; false
+ * when none fits. */
+static bool best_heuristic(const struct pl_state *S, bool online, struct mp_entry **e, uint32_t *n_e, double *ms,
 			   const char **name)
 {
-	static const char *const names[] = { "chain", "greedy", "chen", "checkpoint-blocks" };
+	static const char *const names[] = { "chain", "greedy", "greedy-online", "chen", "checkpoint-blocks" };
 	static int (*const fns[])(struct pl_state *, struct mp_plan *, struct mp_error *) = {
-		plan_chain, plan_greedy_recompute, plan_chen, plan_blocks,
+		plan_chain, plan_greedy_recompute, plan_greedy_dtr, plan_chen, plan_blocks,
 	};
-	bool found = false;
+	bool found = false, packs = false;
 
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
 		struct pl_state H;
 		struct mp_plan hp;
 		struct mp_error err;
 
+		if (fns[i] == plan_greedy_dtr && !online)
+			continue;
 		plan_init(&hp);
 		pl_init(&H, S->net, S->r, S->req);
 		memcpy(H.algo, S->algo, S->net->n_ops * sizeof(*H.algo));
@@ -816,7 +827,15 @@ static bool best_heuristic(const struct pl_state *S, struct mp_entry **e, uint32
 				memcpy(H.micro[o], S->micro[o], S->micro_n[o] * sizeof(*H.micro[o]));
 			}
 		if (fns[i](&H, &hp, &err) == 0 && H.sim.peak_bytes <= S->req->budget_bytes &&
-		    !H.sim.d2h_bytes && !H.sim.h2d_bytes && (!found || H.sim.time_ms < *ms)) {
+		    !H.sim.d2h_bytes && !H.sim.h2d_bytes) {
+			bool p = S->peak_only || pl_overflow(&H, S->req->budget_bytes) == 0;
+
+			if (found && (packs > p || (packs == p && H.sim.time_ms >= *ms))) {
+				pl_release(&H);
+				plan_release(&hp);
+				continue;
+			}
+			packs = p;
 			free(*e);
 			*e = mp_xmalloc((H.n_entries + 1) * sizeof(**e));
 			memcpy(*e, H.entries, H.n_entries * sizeof(**e));
@@ -940,13 +959,6 @@ static void solve_isolated(const struct lp *L, const double *start, double limit
 	free(buf);
 }
 
-/*
- * Solve and leave S built on the result.  A net that fits as it is stays;
- * one whose model has more than OPT_MAX_COLS variables is refused (-1 with
- * *err).  Otherwise 0: the schedule of the best integer solution found
- * within the time limit, or the state as it was when none was (the note
- * says which, with the proven bound).
- */
 /* Refuse a model past OPT_MAX_COLS columns (-1 with *err).  1: CBC's LP
  * relaxation alone would take more than a third of limit_s (it solves it
  * before it looks at the clock, and the estimate is rough: MobileNet-V2's
@@ -1085,9 +1097,11 @@ static void opt_relaxed_note(struct mp_plan *p, const struct solve_out *so, cons
 	if (so->status == SOLVE_OPTIMAL)
 		snprintf(bound, sizeof(bound), "its LP relaxation proves no plan recomputes less than %.3f ms",
 			 so->bound);
-	else
-		snprintf(bound, sizeof(bound), "its LP relaxation %s", so->status == SOLVE_LOST ? SOLVE_LOST_WHY :
-			 "did not finish in the limit");
+	else if (so->status == SOLVE_LOST || so->status == SOLVE_TIME)
+		snprintf(bound, sizeof(bound), "its LP relaxation %s",
+			 so->status == SOLVE_LOST ? SOLVE_LOST_WHY : "did not finish in the limit");
+	else /* SOLVE_NONE, or infeasible beside a start that is a solution: numerical trouble */
+		snprintf(bound, sizeof(bound), "its LP relaxation gave no bound (Clp status %d)", so->nodes);
 	if (start)
 		snprintf(p->note, sizeof(p->note), "too large to solve exactly in the %g s limit: %s's plan; %s "
 			 "(%u variables, %u constraints, %.1f s)", limit_s, start, bound, L->n_col, L->n_row, secs);
@@ -1131,6 +1145,15 @@ static int opt_prefer_packing_start(struct pl_state *S, struct mp_plan *p, const
 	return rc;
 }
 
+/*
+ * Solve and leave S built on the result.  A net that fits as it is stays;
+ * one whose model has more than OPT_MAX_COLS variables is refused (-1 with
+ * *err).  Otherwise 0: the schedule of the best integer solution found
+ * within the time limit, or the state as it was when none was (the note
+ * says which, with the proven bound); for a model too large for the MILP
+ * in the limit (opt_check_size), the best heuristic plan as it is, with its
+ * LP relaxation's bound.
+ */
 int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 {
 	const struct mp_net *net = S->net;
@@ -1164,27 +1187,42 @@ int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 	}
 	solve_s = opt_solve_s(S, limit_s);
 	/* start from the best heuristic plan: the solver then never returns
-	 * worse, and its bound says how far that plan may be from optimal */
+	 * worse, and its bound says how far that plan may be from optimal
+	 * (relaxed, the plan is returned as it is: it need not be of the
+	 * model's form) */
 	v = mp_xmalloc((L.n_col + 1) * sizeof(*v));
-	if (!(best_heuristic(S, &he, &n_he, &hms, &start) && start_from(&M, &C, &B, &L, he, n_he, v) &&
-	      lp_feasible(&L, v)))
+	if (!best_heuristic(S, relax, &he, &n_he, &hms, &start))
+		start = NULL;
+	else if (!relax && !(start_from(&M, &C, &B, &L, he, n_he, v) && lp_feasible(&L, v)))
 		start = NULL;
 	n_r = M.cand_start[r->n];
 	rval = mp_xcalloc(n_r + 1, 1);
 	t0 = plan_now_s();
 	solve_isolated(&L, start ? v : NULL, solve_s, C.rc, n_r, relax, &so, rval);
 	secs = plan_now_s() - t0;
-	p->iterations = (uint32_t)so.nodes;
+	p->iterations = relax ? 0 : (uint32_t)so.nodes; /* relax: nodes holds Clp's status */
+	if (relax && start && so.status == SOLVE_INFEASIBLE) {
+		/* a plan fits: the relaxation's infeasibility is numerical, or
+		 * the model's memory (at least the simulator's) is stricter
+		 * than the plan needs; not a proof either way */
+		so.status = SOLVE_NONE;
+		so.nodes = 1; /* Clp's status: primal infeasible */
+	}
 	if (so.status == SOLVE_INFEASIBLE) {
 		snprintf(p->note, sizeof(p->note), "proven: no plan that only recomputes fits (%u variables, "
 			 "%u constraints, %.1f s%s)", L.n_col, L.n_row, secs, relax ? ", its LP relaxation" : "");
 		goto out;
 	}
 	if (relax) {
+		/* the start as it is, the heuristic's own plan */
 		opt_relaxed_note(p, &so, start, limit_s, secs, &L);
-		if (!start)
-			goto out;
-		so.obj = start_r(&M, &C, v, rval);
+		if (start) {
+			free(S->seq);
+			S->seq = mp_xmalloc((n_he + 1) * sizeof(*S->seq));
+			memcpy(S->seq, he, n_he * sizeof(*he));
+			S->n_seq = n_he;
+		}
+		goto out;
 	} else if (so.status == SOLVE_LOST && start) {
 		/* the solver crashed or outlived its deadline: the start stands */
 		so.obj = start_r(&M, &C, v, rval);

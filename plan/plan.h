@@ -58,7 +58,8 @@ struct mp_plan_req {
 	double deadline_s;              /* optimal, set by plan_run: stop solving at this
 					 * plan_now_s() (arena retries share the limit); 0: none */
 	bool opt_relax_only;            /* optimal: solve only the LP relaxation, as for a
-					 * model too large for the limit (the tests) */
+					 * model too large for the limit; set by the tests
+					 * only, no command line sets it */
 	/* dqn */
 	uint32_t dqn_episodes;          /* training episodes; 0: the default (DQN_EPISODES
 					 * from fresh weights, none from a loaded model) */

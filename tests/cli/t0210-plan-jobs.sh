@@ -69,6 +69,7 @@ expect_run "--op-times lacking a job's op" 2 \
 # jobs of different nets: one --op-times file per job, in the plan's job
 # order; a's ops at 22 ms each, b's at 21, 23 and 21 ms: the forward runs
 # 66 + 65 ms on the one compute engine, and the 0.031 ms stall stays
+memplan plan $A --budget 1M -o "$TMP/hh1.json" > /dev/null
 sed 's/"time": \([0-9]*\)/"time": \1\1/' $A > "$TMP/a22.json"
 sed 's/"time": \([0-9]\)}/"time": 2\1}/' $B > "$TMP/b2x.json"
 expect_run "--op-times per job" 0 --stdout-grep '^forward +time +11.031 ms +131.031 ms ' -- \
@@ -79,6 +80,9 @@ expect_run "--op-times: a file per job, not three" 2 \
 expect_run "--op-times: in the plan's job order" 2 \
 	--stderr "memplan: --op-times: $TMP/b2x.json: no op named 'a/a1' (the plan's net has it)" -- \
 	memplan verify "$TMP/ab.json" --op-times "$TMP/b2x.json,$TMP/a22.json"
+expect_run "--op-times: one file for a plan of one net" 2 \
+	--stderr "memplan: --op-times: 2 files for a plan of one net: give one" -- \
+	memplan verify "$TMP/hh1.json" --op-times "$A,$B"
 expect_run "--op-times: an empty name" 2 --stderr "memplan: --op-times: '$TMP/a22.json,': an empty file name" -- \
 	memplan verify "$TMP/ab.json" --op-times "$TMP/a22.json,"
 

@@ -188,7 +188,9 @@ static void relaxed(struct case_ *c, double want, double base)
 
 		n_relaxed++;
 		CHECK(strstr(p.note, "its LP relaxation proves") != NULL);
-		CHECK(bound >= -1e-9);
+		/* a start named is the plan returned: it fits */
+		if (strstr(p.note, "'s plan;"))
+			CHECK(S.sim.peak_bytes <= c->req.budget_bytes);
 		if (want >= 0) {
 			if (bound > want - base + 1e-6)
 				fprintf(stderr, "LP bound %.6f ms above the optimum's %.6f ms (%s)\n", bound, want - base,
@@ -202,6 +204,11 @@ static void relaxed(struct case_ *c, double want, double base)
 	} else if (!strncmp(p.note, "proven: no plan that only recomputes fits", 41)) {
 		n_relax_none++;
 		CHECK(want < 0);
+	} else if (strncmp(p.note, "no plan that only recomputes fits: step", 39) &&
+		   strcmp(p.note, "liveness fits: nothing to checkpoint")) {
+		/* the relaxation of these small models always finishes */
+		fprintf(stderr, "LP relaxation: %s\n", p.note);
+		CHECK(0);
 	}
 	pl_release(&S);
 	plan_release(&p);
