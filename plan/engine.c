@@ -29,20 +29,8 @@ static void droppable_build(struct pl_state *S)
 		bool ok = x->kind == MP_TK_ACTIVATION && !sched_persistent(x) && x->bytes &&
 			  S->fw_start[t] < S->fw_start[t + 1] && (int32_t)S->fw_list[S->fw_start[t]] == x->producer;
 
-		/* each writer may re-run, and re-running it overwrites no
-		 * other output that a later forward op updates in place (a
-		 * dropout's mask under the relu that updates its output) */
-		for (uint32_t j = S->fw_start[t]; ok && j < S->fw_start[t + 1]; j++) {
-			const struct mp_op *op = &net->ops[S->fw_list[j]];
-
-			ok = op->recomputable;
-			for (uint32_t k = 0; ok && k < op->n_out; k++) {
-				int32_t y = op->out[k];
-
-				ok = y == (int32_t)t || S->fw_start[y] == S->fw_start[y + 1] ||
-				     S->fw_list[S->fw_start[y + 1] - 1] == S->fw_list[j];
-			}
-		}
+		for (uint32_t j = S->fw_start[t]; ok && j < S->fw_start[t + 1]; j++)
+			ok = net->ops[S->fw_list[j]].recomputable;
 		S->droppable[t] = ok;
 	}
 }
