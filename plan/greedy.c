@@ -403,8 +403,10 @@ static void snapshot(struct pl_state *S, struct gr_saved *v, bool restore)
 
 /*
  * Rounds until the peak is at most target.  A round that raises the peak (a
- * rebuild chain that materialises more than it saved) is undone and tried
- * again with half the bytes; a single pick that does is never taken again.
+ * rebuild chain that materialises more than it saved), or in a strict pass
+ * takes swaps that stall beyond GR_STALL_OVER times the picks' estimate, is
+ * undone and tried again with half the bytes; a single pick that does is
+ * never taken again.
  */
 static int rounds(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, uint64_t target, struct mp_error *err)
 {
