@@ -614,9 +614,10 @@ int plan_greedy_recompute(struct pl_state *S, struct mp_plan *p, struct mp_error
  * the online pass, which sees every step, gets further.  The best wins. */
 int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 {
+	struct gr_saved first, zero; /* zero: the first pass's drops, where passes 2 and 3 start */
 	struct gr_ctx g0 = { 0 }, g1 = { .swaps = true };
-	struct gr_ctx g2[2] = { { .swaps = true, .waits = true, .strict = true }, { .swaps = true, .waits = true } };
-	struct gr_saved first, zero;
+	struct gr_ctx g2[2] = { { .swaps = true, .waits = true, .strict = true, .from = &zero },
+				{ .swaps = true, .waits = true, .from = &zero } };
 	uint64_t over0, over;
 	double ms0, free_ms;
 	bool online = false, missed;
@@ -645,7 +646,6 @@ int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 		snapshot(S, &first, false);
 		if (pass == 2 || pass == 3) {
 			snapshot(S, &zero, true);
-			g2[pass - 2].from = &zero;
 			rc = greedy_pass(S, p, &g2[pass - 2], err);
 		} else {
 			reset(S);

@@ -1198,7 +1198,7 @@ int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 	n_r = M.cand_start[r->n];
 	rval = mp_xcalloc(n_r + 1, 1);
 	t0 = plan_now_s();
-	solve_isolated(&L, start ? v : NULL, solve_s, C.rc, n_r, relax, &so, rval);
+	solve_isolated(&L, start && !relax ? v : NULL, solve_s, C.rc, n_r, relax, &so, rval);
 	secs = plan_now_s() - t0;
 	p->iterations = relax ? 0 : (uint32_t)so.nodes; /* relax: nodes holds Clp's status */
 	if (relax && start && so.status == SOLVE_INFEASIBLE) {
