@@ -32,7 +32,7 @@
  * online (plan/dtr.c); the best wins: it fits, peak and arena, and is the
  * fastest, or misses by the least.
  * O(rounds * n); the undo passes are bounded to GR_UNDO_BUILDS builds, and
- * to O(1) builds of large schedules, which exchange skips.
+ * to O(1) builds of large schedules, which polish and exchange skip.
  */
 #include "planners.h"
 
@@ -386,7 +386,7 @@ static int undo_drops(struct pl_state *S, struct mp_plan *p, uint64_t target, ui
 				d[nd++] = (struct undo){ (int32_t)t, pl_rebuild_ms(S, (int32_t)t), S->keep[t],
 							 (uint8_t)rekeep };
 		qsort(d, nd, sizeof(*d), by_ms_desc);
-		if (nd)
+		if (nd && builds < most) /* else kept stays: whether S is built on the edits */
 			kept = undo_runs(S, p, d, nd, target, &best, &builds, most, err);
 	}
 	free(d);
@@ -500,26 +500,35 @@ static int rounds(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, uint6
  * after each convolution takes the fastest algorithm whose workspace fits
  * what the plan leaves free (pl_dynamic_workspace, which plan_run applies
  * next), so that giving room back to rebuilds is weighed against giving it
- * to faster algorithms; else the simulated time.  The state is left as it
- * was.  0, or -1 with *err.
+ * to faster algorithms; else the simulated time.  Whether the arena still
+ * packs with those algorithms is not asked (a packing per weighing is too
+ * dear): where it does not, plan_run reverts them and plans lower, so the
+ * weighing may favour room the plan then cannot give to them.  The state
+ * is rebuilt as it was.  0, or -1 with *err.
  */
 static int final_ms(struct pl_state *S, double *ms, struct mp_error *err)
 {
-	size_t n = S->net->n_ops * sizeof(*S->algo);
+	size_t n = S->net->n_ops * sizeof(*S->algo), steps = S->r->n * sizeof(*S->step_start);
 	int32_t *algo;
+	double *start;
 	int rc;
 
 	*ms = S->sim.time_ms;
 	if (S->req->ws_mode != MP_WS_DYNAMIC)
 		return 0;
 	algo = mp_xmalloc(n + sizeof(*algo));
+	start = mp_xmalloc(steps + sizeof(*start));
 	memcpy(algo, S->algo, n);
+	memcpy(start, S->step_start, steps);
 	if ((rc = pl_dynamic_workspace(S, err)) == 0) {
 		*ms = S->sim.time_ms;
+		/* back, swap-ins placed on the timeline they were placed on */
 		memcpy(S->algo, algo, n);
+		memcpy(S->step_start, start, steps);
 		rc = pl_build(S, err) < 0 ? -1 : 0;
 	}
 	free(algo);
+	free(start);
 	return rc;
 }
 
@@ -539,30 +548,31 @@ static int polish(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, struc
 	uint64_t budget = S->req->budget_bytes, arena, frag;
 	double was;
 
-	if (GR_UNDO_WORK / (S->sched.n + 1) < GR_UNDO_MIN || S->sim.peak_bytes > budget ||
-	    (arena = pl_arena_bytes(S, budget)) > budget)
+	if (GR_UNDO_WORK / (S->sched.n + 1) < GR_UNDO_MIN)
 		return 0; /* a large schedule: its undo builds went to undo_drops */
+	if (S->sim.peak_bytes > budget || (arena = pl_arena_bytes(S, budget)) > budget)
+		return 0;
 	if (final_ms(S, &was, err) < 0)
 		return -1;
 	frag = arena > S->sim.peak_bytes ? arena - S->sim.peak_bytes : 0;
-	for (int k = 0; k < 2 && (frag << k) < budget - S->sim.peak_bytes; k++) {
-		double ms = S->sim.time_ms, now;
+	for (int k = 0; k < 2 && S->sim.peak_bytes < budget && (frag << k) < budget - S->sim.peak_bytes; k++) {
+		double ms = S->sim.time_ms, now = ms;
+		bool faster;
 
 		snapshot(S, &g->before, false);
 		if (undo_drops(S, p, budget - (frag << k), GR_UNDO_BUILDS, err) < 0)
 			return -1;
-		if (S->sim.time_ms >= ms)
-			return 0; /* nothing undone: a lower target undoes no more */
-		if (pl_overflow(S, budget) == 0) {
-			if (final_ms(S, &now, err) < 0)
-				return -1;
-			if (now < was)
-				return 0;
-		}
+		faster = S->sim.time_ms < ms;
+		if (faster && final_ms(S, &now, err) < 0)
+			return -1;
+		if (faster && now < was && S->sim.peak_bytes <= budget && pl_overflow(S, budget) == 0)
+			return 0;
 		snapshot(S, &g->before, true);
 		p->iterations++;
 		if (pl_build(S, err) < 0)
 			return -1;
+		if (!faster)
+			break; /* nothing undone: a lower target undoes no more */
 	}
 	return 0;
 }
@@ -695,7 +705,7 @@ static int exchange(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, str
 		/* rounds to the budget less the fragmentation the plan has now */
 		uint64_t frag = arena > S->sim.peak_bytes ? arena - S->sim.peak_bytes : 0;
 		uint64_t target = frag < budget ? budget - frag : 0;
-		double ms = S->sim.time_ms, now;
+		double ms = S->sim.time_ms, now = ms;
 
 		if (d[k].rekeep ? S->keep[d[k].t] || !S->drop[d[k].t] : !S->drop[d[k].t])
 			continue; /* an earlier exchange made it */
@@ -712,10 +722,11 @@ static int exchange(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, str
 			rc = -1;
 			break;
 		}
-		if (rc == 0 && S->sim.peak_bytes <= target && S->sim.time_ms < ms && pl_overflow(S, budget) == 0 &&
-		    ((rc = final_ms(S, &now, err)) < 0 || now < was)) {
-			if (rc < 0)
-				break;
+		if (rc == 0 && S->sim.peak_bytes <= target && S->sim.time_ms < ms &&
+		    (rc = final_ms(S, &now, err)) < 0)
+			break;
+		if (rc == 0 && S->sim.peak_bytes <= target && S->sim.time_ms < ms && now < was &&
+		    pl_overflow(S, budget) == 0) {
 			was = now;
 			link_out = g->link_out;
 			link_in = g->link_in;
