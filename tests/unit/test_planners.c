@@ -156,6 +156,27 @@ static void same_placements(const struct mp_net *net, const struct mp_plan *p)
 	free(q.offset);
 }
 
+/* Load path into f and its liveness peak into *peak; -1 (a failed check)
+ * when it does not load. */
+static int load_live(struct fixture *f, const char *path, uint64_t *peak)
+{
+	struct mp_schedule s;
+	struct mp_sim live;
+	struct mp_error err;
+
+	if (load(f, path) < 0) {
+		CHECK(0);
+		return -1;
+	}
+	sched_init(&s);
+	policy_build(f->net, &f->route, MP_STRAT_LIVENESS, &f->req.popts, &s, NULL);
+	CHECK(sim_run(f->net, &f->req.device, &s, &live, &err) == 0);
+	sched_release(&s);
+	*peak = live.peak_bytes;
+	sim_release(&live);
+	return 0;
+}
+
 /* Every example at 90, 70, 50 and 30% of its liveness peak: a plan that says
  * it fits does, in the simulator; the arena holds its allocations and is
  * never below the max-live bound. */
@@ -163,21 +184,14 @@ static void budgets(const char *path)
 {
 	static const int pct[] = { 90, 70, 50, 30 };
 	struct fixture f;
-	struct mp_schedule s;
-	struct mp_sim live;
 	struct mp_error err;
+	uint64_t live;
 
-	if (load(&f, path) < 0) {
-		CHECK(0);
+	if (load_live(&f, path, &live) < 0)
 		return;
-	}
-	sched_init(&s);
-	policy_build(f.net, &f.route, MP_STRAT_LIVENESS, &f.req.popts, &s, NULL);
-	CHECK(sim_run(f.net, &f.req.device, &s, &live, &err) == 0);
-	sched_release(&s);
 	printf("%-32s", path);
 	for (unsigned b = 0; b < sizeof(pct) / sizeof(pct[0]); b++) {
-		f.req.budget_bytes = live.peak_bytes / 100 * pct[b];
+		f.req.budget_bytes = live / 100 * pct[b];
 		for (int k = 0; k < MP_PLANNER__COUNT; k++) {
 			struct mp_plan p;
 
@@ -199,7 +213,6 @@ static void budgets(const char *path)
 		}
 	}
 	printf("\n");
-	sim_release(&live);
 	unload(&f);
 }
 
@@ -369,18 +382,11 @@ static void built_as_returned(const char *path)
 {
 	static const int pct[] = { 70, 50, 33 };
 	struct fixture f;
-	struct mp_schedule s;
-	struct mp_sim live;
 	struct mp_error err;
+	uint64_t live;
 
-	if (load(&f, path) < 0) {
-		CHECK(0);
+	if (load_live(&f, path, &live) < 0)
 		return;
-	}
-	sched_init(&s);
-	policy_build(f.net, &f.route, MP_STRAT_LIVENESS, &f.req.popts, &s, NULL);
-	CHECK(sim_run(f.net, &f.req.device, &s, &live, &err) == 0);
-	sched_release(&s);
 	f.req.ws_mode = MP_WS_NONE;
 	for (unsigned b = 0; b < sizeof(pct) / sizeof(pct[0]); b++) {
 		for (int pass = 0; pass < 2; pass++) {
@@ -390,7 +396,7 @@ static void built_as_returned(const char *path)
 			double ms;
 			uint32_t n;
 
-			f.req.budget_bytes = live.peak_bytes / 100 * pct[b];
+			f.req.budget_bytes = live / 100 * pct[b];
 			plan_init(&p);
 			pl_init(&S, f.net, &f.route, &f.req);
 			CHECK((pass ? plan_greedy(&S, &p, &err) : plan_greedy_recompute(&S, &p, &err)) == 0);
@@ -408,7 +414,6 @@ static void built_as_returned(const char *path)
 			plan_release(&p);
 		}
 	}
-	sim_release(&live);
 	unload(&f);
 }
 
