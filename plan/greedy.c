@@ -536,8 +536,9 @@ static int final_ms(struct pl_state *S, double *ms, struct mp_error *err)
  * A plan whose arena packs but whose peak the rounds took below the budget
  * (to leave room for fragmentation, or because a round overshot) gives some
  * of the room back: undo_drops up to the budget less the fragmentation the
- * plan has now (its arena over its peak), then twice that, and the first
- * whose arena still packs and whose final_ms is lower stays (with the
+ * plan has now (its arena over its peak), or, when that is not kept, less
+ * twice the fragmentation; kept when its arena still packs and its
+ * final_ms is lower (with the
  * re-keeping of undo_drops, ResNet-50 at 33%: +24.4% -> +22.6%).  Two arena
  * packings at most: one costs some hundred builds.  Not on schedules so
  * large that undo_drops gets GR_UNDO_MIN builds (a 10^4-layer chain: 16
@@ -654,7 +655,9 @@ static int exchange(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, str
 	double ms0 = S->sim.time_ms, was;
 	int rc = 0;
 
-	if (GR_UNDO_WORK / (S->sched.n + 1) < GR_UNDO_MIN || S->sim.peak_bytes > budget || (arena = pl_arena_bytes(S, budget)) > budget)
+	if (GR_UNDO_WORK / (S->sched.n + 1) < GR_UNDO_MIN)
+		return 0; /* a large schedule, as in polish */
+	if (S->sim.peak_bytes > budget || (arena = pl_arena_bytes(S, budget)) > budget)
 		return 0;
 	d = mp_xmalloc((2 * S->nt + 1) * sizeof(*d));
 	for (uint32_t t = 0; t < S->nt; t++) {
