@@ -431,6 +431,14 @@ static void snapshot(struct pl_state *S, struct gr_saved *v, bool restore)
 #undef GR_COPY
 }
 
+/* Put v's edits back and build them again (pl_build's answer). */
+static int put_back(struct pl_state *S, struct mp_plan *p, struct gr_saved *v, struct mp_error *err)
+{
+	snapshot(S, v, true);
+	p->iterations++;
+	return pl_build(S, err);
+}
+
 /*
  * Rounds until the peak is at most target.  A round that raises the peak (a
  * rebuild chain that materialises more than it saved), or in a strict pass
@@ -532,6 +540,25 @@ static int final_ms(struct pl_state *S, double *ms, struct mp_error *err)
 	return rc;
 }
 
+/* The plan's fragmentation: its arena over its peak. */
+static uint64_t frag_of(struct pl_state *S)
+{
+	uint64_t arena = pl_arena_bytes(S, S->req->budget_bytes);
+
+	return arena > S->sim.peak_bytes ? arena - S->sim.peak_bytes : 0;
+}
+
+/* Whether polish and exchange apply: the plan fits, peak and arena, and
+ * its schedule is not so large that undo_drops gets only GR_UNDO_MIN builds
+ * (there its builds went to undo_drops).  *frag: frag_of. */
+static bool room_back(struct pl_state *S, uint64_t *frag)
+{
+	if (GR_UNDO_WORK / (S->sched.n + 1) < GR_UNDO_MIN || pl_overflow(S, S->req->budget_bytes) > 0)
+		return false;
+	*frag = frag_of(S);
+	return true;
+}
+
 /*
  * A plan whose arena packs but whose peak the rounds took below the budget
  * (to leave room for fragmentation, or because a round overshot) gives some
@@ -546,16 +573,13 @@ static int final_ms(struct pl_state *S, double *ms, struct mp_error *err)
  */
 static int polish(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, struct mp_error *err)
 {
-	uint64_t budget = S->req->budget_bytes, arena, frag;
+	uint64_t budget = S->req->budget_bytes, frag;
 	double was;
 
-	if (GR_UNDO_WORK / (S->sched.n + 1) < GR_UNDO_MIN)
-		return 0; /* a large schedule: its undo builds went to undo_drops */
-	if (S->sim.peak_bytes > budget || (arena = pl_arena_bytes(S, budget)) > budget)
+	if (!room_back(S, &frag))
 		return 0;
 	if (final_ms(S, &was, err) < 0)
 		return -1;
-	frag = arena > S->sim.peak_bytes ? arena - S->sim.peak_bytes : 0;
 	for (int k = 0; k < 2 && S->sim.peak_bytes < budget && (frag << k) < budget - S->sim.peak_bytes; k++) {
 		double ms = S->sim.time_ms, now = ms;
 		bool faster;
@@ -568,9 +592,7 @@ static int polish(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, struc
 			return -1;
 		if (faster && now < was && S->sim.peak_bytes <= budget && pl_overflow(S, budget) == 0)
 			return 0;
-		snapshot(S, &g->before, true);
-		p->iterations++;
-		if (pl_build(S, err) < 0)
+		if (put_back(S, p, &g->before, err) < 0)
 			return -1;
 		if (!faster)
 			break; /* nothing undone: a lower target undoes no more */
@@ -620,9 +642,7 @@ static int greedy_run(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, u
 			return -1;
 		if (pl_overflow(S, S->req->budget_bytes) == 0)
 			return 0;
-		snapshot(S, &g->before, true);
-		p->iterations++;
-		if (pl_build(S, err) < 0)
+		if (put_back(S, p, &g->before, err) < 0)
 			return -1;
 	}
 	return undo_drops(S, p, target, GR_UNDO_BUILDS, err);
@@ -648,16 +668,14 @@ static int greedy_run(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, u
 static int exchange(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, struct gr_saved *tmp,
 		    struct mp_error *err)
 {
-	uint64_t budget = S->req->budget_bytes, arena;
+	uint64_t budget = S->req->budget_bytes, frag;
 	double link_out = g->link_out, link_in = g->link_in;
 	uint32_t nd = 0;
 	struct undo *d;
 	double ms0 = S->sim.time_ms, was;
 	int rc = 0;
 
-	if (GR_UNDO_WORK / (S->sched.n + 1) < GR_UNDO_MIN)
-		return 0; /* a large schedule, as in polish */
-	if (S->sim.peak_bytes > budget || (arena = pl_arena_bytes(S, budget)) > budget)
+	if (!room_back(S, &frag))
 		return 0;
 	d = mp_xmalloc((2 * S->nt + 1) * sizeof(*d));
 	for (uint32_t t = 0; t < S->nt; t++) {
@@ -706,7 +724,6 @@ static int exchange(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, str
 		rc = final_ms(S, &was, err);
 	for (uint32_t k = 0, tried = 0; rc >= 0 && k < nd && tried < GR_EXCHANGES && d[k].ms > 1e-6; k++) {
 		/* rounds to the budget less the fragmentation the plan has now */
-		uint64_t frag = arena > S->sim.peak_bytes ? arena - S->sim.peak_bytes : 0;
 		uint64_t target = frag < budget ? budget - frag : 0;
 		double ms = S->sim.time_ms, now = ms;
 
@@ -733,14 +750,12 @@ static int exchange(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, str
 			was = now;
 			link_out = g->link_out;
 			link_in = g->link_in;
-			arena = pl_arena_bytes(S, budget);
+			frag = frag_of(S);
 			continue;
 		}
-		snapshot(S, tmp, true);
 		g->link_out = link_out;
 		g->link_in = link_in;
-		p->iterations++;
-		rc = pl_build(S, err);
+		rc = put_back(S, p, tmp, err);
 	}
 	free(d);
 	return rc < 0 ? -1 : 0;
@@ -808,11 +823,8 @@ static int greedy_pass(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, 
 		else
 			break;
 	}
-	if (rc == 0 && (pl_overflow(S, S->req->budget_bytes) != best_over || S->sim.time_ms != best_ms)) {
-		snapshot(S, &best, true);
-		p->iterations++;
-		rc = pl_build(S, err);
-	}
+	if (rc == 0 && (pl_overflow(S, S->req->budget_bytes) != best_over || S->sim.time_ms != best_ms))
+		rc = put_back(S, p, &best, err);
 	if (rc == 0)
 		rc = polish(S, p, g, err);
 	if (rc == 0)
@@ -898,9 +910,7 @@ int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 			free(S->seq);
 			S->seq = NULL;
 			online = false;
-			snapshot(S, &first, true);
-			p->iterations++;
-			if (pl_build(S, err) < 0) {
+			if (put_back(S, p, &first, err) < 0) {
 				saved_release(&first);
 				saved_release(&zero);
 				return -1;
