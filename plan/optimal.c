@@ -1111,6 +1111,15 @@ static void opt_relaxed_note(struct mp_plan *p, const struct solve_out *so, cons
 			 limit_s, bound, L->n_col, L->n_row, secs);
 }
 
+/* S's sequence becomes a copy of e[0..n) (what S->seq held is the
+ * caller's). */
+static void seq_copy(struct pl_state *S, const struct mp_entry *e, uint32_t n)
+{
+	S->seq = mp_xmalloc((n + 1) * sizeof(*S->seq));
+	memcpy(S->seq, e, n * sizeof(*e));
+	S->n_seq = n;
+}
+
 /* The model counts the simulated peak, not the arena: where its plan (built
  * in S, overflowing) does not pack in the budget and the start's (he) does,
  * the start stands (U-Net at 80%: the solver's plans fragmented, and
@@ -1125,9 +1134,7 @@ static int opt_prefer_packing_start(struct pl_state *S, struct mp_plan *p, const
 	double solved_ms = S->sim.recompute_ms;
 	int rc;
 
-	S->seq = mp_xmalloc((n_he + 1) * sizeof(*S->seq));
-	memcpy(S->seq, he, n_he * sizeof(*he));
-	S->n_seq = n_he;
+	seq_copy(S, he, n_he);
 	if ((rc = pl_build(S, err) < 0 ? -1 : 0) == 0 && pl_overflow(S, S->req->budget_bytes) == 0) {
 		free(solved);
 		snprintf(p->note, sizeof(p->note), "the %s (%.3f ms recomputed) does not pack in the arena; "
@@ -1218,9 +1225,7 @@ int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 		opt_relaxed_note(p, &so, start, limit_s, secs, &L);
 		if (start) {
 			free(S->seq);
-			S->seq = mp_xmalloc((n_he + 1) * sizeof(*S->seq));
-			memcpy(S->seq, he, n_he * sizeof(*he));
-			S->n_seq = n_he;
+			seq_copy(S, he, n_he);
 		}
 		goto out;
 	} else if (so.status == SOLVE_LOST && start) {
