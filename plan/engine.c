@@ -129,6 +129,7 @@ void pl_init(struct pl_state *S, const struct mp_net *net, const struct mp_route
 	S->micro_n = mp_xcalloc(net->n_ops + 1, sizeof(*S->micro_n));
 	S->micro = mp_xcalloc(net->n_ops + 1, sizeof(*S->micro));
 	S->step_start = mp_xcalloc(r->n + 1, sizeof(*S->step_start));
+	S->placed_on = mp_xcalloc(r->n + 1, sizeof(*S->placed_on));
 	sched_init(&S->sched);
 	droppable_build(S);
 }
@@ -147,6 +148,7 @@ void pl_release(struct pl_state *S)
 		free(S->micro[o]);
 	free(S->micro);
 	free(S->step_start);
+	free(S->placed_on);
 	free(S->droppable);
 	free(S->seq);
 	free(S->fw_start);
@@ -328,6 +330,7 @@ int pl_build(struct pl_state *S, struct mp_error *err)
 		S->entry_step[i] = next;
 	}
 	S->n_entries = n_e;
+	memcpy(S->placed_on, S->step_start, r->n * sizeof(*S->placed_on));
 	touches_build(net, e, n_e, &T);
 	for (uint32_t t = 0; t < S->nt; t++) {
 		uint32_t a, u, g;

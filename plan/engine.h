@@ -47,6 +47,9 @@ struct pl_state {
 	uint32_t *fw_start, *fw_list; /* forward writers of each tensor, in route
 				       * order (CSR, [nt + 1] and [writes]) */
 	double *step_start;   /* [route n] compute start per step, from the last build */
+	double *placed_on;    /* [route n] the step_start the last build placed its
+			       * swap-ins on: put back into step_start, the same
+			       * edits build the same schedule again */
 	/* result of the last pl_build */
 	struct mp_schedule sched;
 	struct mp_sim sim;

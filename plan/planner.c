@@ -173,7 +173,7 @@ static int dynamic_workspace(struct pl_state *S, uint64_t budget, uint64_t *over
 	int rc;
 
 	memcpy(algo, S->algo, net->n_ops * sizeof(*algo));
-	memcpy(start, S->step_start, S->r->n * sizeof(*start));
+	memcpy(start, S->placed_on, S->r->n * sizeof(*start));
 	/* (no algorithm changed: the planned schedule, no arena to ask) */
 	if ((rc = pl_dynamic_workspace(S, err)) == 0 && memcmp(algo, S->algo, net->n_ops * sizeof(*algo)) &&
 	    (*over = pl_overflow(S, budget)) > 0) {

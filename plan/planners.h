@@ -14,6 +14,9 @@ int plan_tensile(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 /* greedy's first pass alone: drops, no swaps (optimal's starts). */
 int plan_greedy_recompute(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
+/* that pass, then its drops swapped instead where the copies hide and that
+ * is faster (the second pass where the first fits). */
+int plan_greedy_swaps(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 /* greedy's online pass (plan/dtr.c): DTR's evictions, recorded; S->seq. */
 int plan_greedy_dtr(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_chain(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
