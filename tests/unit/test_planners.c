@@ -376,7 +376,7 @@ static void floor_then_swap(void)
  * at 1024 B; d's gradient 256), 43.34 ms.  The recomputing pass drops a,
  * the cheapest rebuild (5 ms; b and c 10): 48.34 ms, and 7424 B at d.bwd
  * without a.  a's swap-out after b.fwd (15.1 ms) takes 0.1 + 1024 / 10^4 =
- * 0.2024 ms, done long before the peak (35.2 ms), and its swap-in, just in
+ * 0.2024 ms, done long before d.bwd (35.3 ms), and its swap-in, just in
  * time before b.bwd, is issued at c.bwd (2 ms) and hides there: swapping a
  * instead of dropping it costs nothing, 43.34 ms, and c.bwd holds a again
  * as under liveness: data, a, b, c.dout, b.dout, two gradients, 7680 B.
