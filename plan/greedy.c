@@ -439,21 +439,29 @@ static void saved_release(struct gr_saved *v)
 	free(v->start);
 }
 
-/* Save S's edits into v, or (restore) put v's back. */
-static void snapshot(struct pl_state *S, struct gr_saved *v, bool restore)
+#define GR_COPY(a, b, sz) memcpy(restore ? (a) : (b), restore ? (b) : (a), (sz))
+
+/* Save S's edits into v, or (restore) put v's back; not the timeline. */
+static void snapshot_edits(struct pl_state *S, struct gr_saved *v, bool restore)
 {
 	size_t n = S->nt;
 
-#define GR_COPY(a, b, sz) memcpy(restore ? (a) : (b), restore ? (b) : (a), (sz))
 	GR_COPY(S->drop, v->drop, n);
 	GR_COPY(S->keep, v->keep, n);
 	GR_COPY(S->host, v->host, n);
 	GR_COPY(S->swap_step, v->swap, n * sizeof(*S->swap_step));
 	GR_COPY(S->in_floor, v->floor, n * sizeof(*S->in_floor));
 	GR_COPY(S->out_wait, v->wait, n * sizeof(*S->out_wait));
-	GR_COPY(restore ? S->step_start : S->placed_on, v->start, S->r->n * sizeof(*S->step_start));
-#undef GR_COPY
 }
+
+/* Save S's edits and the timeline its last build placed swap-ins on into
+ * v, or (restore) put them back: built again, the same schedule. */
+static void snapshot(struct pl_state *S, struct gr_saved *v, bool restore)
+{
+	snapshot_edits(S, v, restore);
+	GR_COPY(restore ? S->step_start : S->placed_on, v->start, S->r->n * sizeof(*S->step_start));
+}
+#undef GR_COPY
 
 /* Put v's edits back and build them again (pl_build's answer). */
 static int put_back(struct pl_state *S, struct mp_plan *p, struct gr_saved *v, struct mp_error *err)
@@ -510,15 +518,18 @@ static int rounds(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, uint6
 			halve = 0;
 			continue;
 		}
-		/* undo the round; built again even when the round's sequence was
-		 * over max_entries and not built: the restore put the timeline
-		 * the state was placed on into step_start */
-		snapshot(S, &g->before, true);
+		/* undo the round: a round whose sequence was over max_entries
+		 * was not built, and S is still built on the edits before it */
 		g->link_out = link_out;
 		g->link_in = link_in;
-		p->iterations++;
-		if (pl_build(S, err) < 0)
-			return -1;
+		if (rc == 1) {
+			snapshot_edits(S, &g->before, true);
+		} else {
+			snapshot(S, &g->before, true);
+			p->iterations++;
+			if (pl_build(S, err) < 0)
+				return -1;
+		}
 		if (wait)
 			break; /* the waits did not lower the peak: nothing left */
 		if (m == 1)
@@ -854,7 +865,7 @@ static int to_swaps(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 		return nd ? -1 : 0;
 	}
 	qsort(d, nd, sizeof(*d), by_ms_desc);
-	most = most < GR_UNDO_MIN ? GR_UNDO_MIN : most > GR_UNDO_BUILDS ? GR_UNDO_BUILDS : most;
+	{ uint32_t cap = getenv("NB") ? (uint32_t)atoi(getenv("NB")) : GR_UNDO_BUILDS; most = most < GR_UNDO_MIN ? GR_UNDO_MIN : most > cap ? cap : most; }
 	best = S->sim.time_ms;
 	saved_init(&was_state, S->nt + 1, r->n);
 	snapshot(S, &was_state, false);
