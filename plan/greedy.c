@@ -819,7 +819,10 @@ static int exchange(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, str
  * lower: swaps hold memory until their copies end, and a plan that leaves
  * the faster convolutions no room in the arena is weighed without them
  * (auto on VGG-16 at 50% of PyTorch's peak: +39.7% -> +16.2%; weighing all
- * of greedy's end of pass so loses VGG-16 at 70%, +9.5% -> +14.3%).
+ * of greedy's end of pass so loses VGG-16 at 70%, +9.5% -> +14.3%).  Where
+ * the weighing without the packing decides otherwise, p->weigh_split says
+ * so, and plan_run plans again weighing that way (req->swaps_unpacked):
+ * neither foresees plan_run planning lower, and each wins somewhere.
  * Within undo_drops' builds.
  */
 static int to_swaps(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
@@ -830,7 +833,7 @@ static int to_swaps(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 	uint32_t nd = 0, builds = 0, most = GR_UNDO_WORK / (S->sched.n + 1), *after;
 	struct gr_saved was_state;
 	struct undo *d;
-	double best, was, now, was_p, now_p;
+	double best, was, now = 0, was_p, now_p = 0;
 	int rc;
 
 	if (!room_back(S, &frag) || frag >= budget)
@@ -874,7 +877,9 @@ static int to_swaps(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 		rc = pl_build(S, err) < 0 ? -1 : 1;
 	if (rc > 0)
 		rc = final_ms(S, &now, &now_p, err);
-	if (rc == 0 && !(now_p < was_p && pl_overflow(S, budget) == 0))
+	if (rc == 0 && (now < was) != (now_p < was_p))
+		p->weigh_split = true;
+	if (rc == 0 && !((S->req->swaps_unpacked ? now < was : now_p < was_p) && pl_overflow(S, budget) == 0))
 		rc = put_back(S, p, &was_state, err);
 	saved_release(&was_state);
 	free(d);

@@ -60,6 +60,10 @@ struct mp_plan_req {
 	bool opt_relax_only;            /* optimal: solve only the LP relaxation, as for a
 					 * model too large for the limit; set by the tests
 					 * only, no command line sets it */
+	bool swaps_unpacked;            /* greedy with dynamic workspace: weigh its swaps
+					 * for drops by the faster algorithms' time even
+					 * where their arena does not pack (set by plan_run
+					 * for its second greedy run) */
 	/* dqn */
 	uint32_t dqn_episodes;          /* training episodes; 0: the default (DQN_EPISODES
 					 * from fresh weights, none from a loaded model) */
@@ -85,6 +89,9 @@ struct mp_plan {
 	/* planner statistics */
 	uint64_t uncached_swap_bytes;   /* superneurons: bytes UTP would move without the cache */
 	uint32_t iterations;            /* refinement rounds the planner ran */
+	bool weigh_split;               /* greedy: its swaps for drops were kept or not
+					 * only because of how they were weighed (plan_run
+					 * then plans again weighing the other way) */
 	char note[256];                 /* why it cannot fit, or what it did */
 };
 
