@@ -383,6 +383,15 @@ static int undo_runs(struct pl_state *S, struct mp_plan *p, struct undo *d, uint
 	return rc < 0 ? -1 : kept;
 }
 
+/* The builds an undo pass may spend on S's schedule: about GR_UNDO_WORK
+ * scheduled actions in all, at least GR_UNDO_MIN, at most cap. */
+static uint32_t undo_builds(const struct pl_state *S, uint32_t cap)
+{
+	uint32_t most = GR_UNDO_WORK / (S->sched.n + 1);
+
+	return most < GR_UNDO_MIN ? GR_UNDO_MIN : most > cap ? cap : most;
+}
+
 /*
  * Undo drops the plan does not need, the most expensive rebuild first, while
  * its peak stays at most target and it gets no slower, within the builds
@@ -397,12 +406,11 @@ static int undo_runs(struct pl_state *S, struct mp_plan *p, struct undo *d, uint
  */
 static int undo_drops(struct pl_state *S, struct mp_plan *p, uint64_t target, uint32_t cap, struct mp_error *err)
 {
-	uint32_t nd = 0, builds = 0, most = GR_UNDO_WORK / (S->sched.n + 1);
+	uint32_t nd = 0, builds = 0, most = undo_builds(S, cap);
 	struct undo *d = mp_xmalloc((S->nt + 1) * sizeof(*d));
 	double best = S->sim.time_ms;
 	int kept = 1;
 
-	most = most < GR_UNDO_MIN ? GR_UNDO_MIN : most > cap ? cap : most;
 	for (int rekeep = 0; rekeep < 2 && kept >= 0; rekeep++) {
 		nd = 0;
 		for (uint32_t t = 0; t < S->nt; t++)
@@ -830,7 +838,7 @@ static int to_swaps(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 	const struct mp_net *net = S->net;
 	const struct mp_route *r = S->r;
 	uint64_t budget = S->req->budget_bytes, frag;
-	uint32_t nd = 0, builds = 0, most = GR_UNDO_WORK / (S->sched.n + 1), *after;
+	uint32_t nd = 0, builds = 0, *after;
 	struct gr_saved was_state;
 	struct undo *d;
 	double best, was, now = 0, was_p, now_p = 0;
@@ -868,11 +876,10 @@ static int to_swaps(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 		return nd ? -1 : 0;
 	}
 	qsort(d, nd, sizeof(*d), by_ms_desc);
-	{ uint32_t cap = getenv("NB") ? (uint32_t)atoi(getenv("NB")) : GR_UNDO_BUILDS; most = most < GR_UNDO_MIN ? GR_UNDO_MIN : most > cap ? cap : most; }
 	best = S->sim.time_ms;
 	saved_init(&was_state, S->nt + 1, r->n);
 	snapshot(S, &was_state, false);
-	rc = undo_runs(S, p, d, nd, budget - frag, &best, &builds, most, err);
+	rc = undo_runs(S, p, d, nd, budget - frag, &best, &builds, undo_builds(S, GR_UNDO_BUILDS), err);
 	if (rc == 0)
 		rc = pl_build(S, err) < 0 ? -1 : 1;
 	if (rc > 0)
