@@ -219,6 +219,10 @@ struct rc_state {
 	uint32_t max_e;        /* stop past this many entries (0: no limit) */
 	const uint8_t *keep;   /* the caller's keep set: each rebuilt tensor's own
 				* flag says whether it is dropped after the reader */
+	const uint32_t *keep_from; /* [nt] or NULL: a kept tensor is kept only when
+				    * rebuilt for a reader at this route step or
+				    * later, and dropped after readers before it */
+	uint32_t step;         /* route step of the backward op being served */
 	int32_t *tmp_list;
 	uint32_t n_tmp;
 	struct mp_entry *e;
@@ -303,7 +307,8 @@ static void ensure(struct rc_state *S, int32_t target, bool temporary)
 				S->avail[y] = 0;
 			} else if (S->dropped[y] && !S->avail[y]) {
 				S->avail[y] = 1;
-				if ((S->keep ? !S->keep[y] : temporary) && !S->temp[y]) {
+				if ((S->keep ? !S->keep[y] || (S->keep_from && S->step < S->keep_from[y]) : temporary) &&
+				    !S->temp[y]) {
 					S->temp[y] = 1;
 					S->tmp_list[S->n_tmp++] = y;
 				}
@@ -539,6 +544,7 @@ static void rc_sequence(struct rc_state *S, const struct mp_route *r, const stru
 	for (uint32_t i = r->n_fwd; i < r->n; i++) {
 		const struct mp_op *op = &net->ops[r->op[i]];
 
+		S->step = i;
 		for (uint32_t k = 0; k < op->n_in; k++) {
 			int32_t t = op->in[k];
 			uint32_t sg;
@@ -580,8 +586,8 @@ static void rc_sequence(struct rc_state *S, const struct mp_route *r, const stru
  */
 static uint32_t recompute_core(const struct mp_net *net, const struct mp_route *r,
 			       const struct mp_policy_opts *o, const uint8_t *dropped_in,
-			       const uint8_t *keep_in, uint32_t max_entries, struct mp_entry **entries,
-			       struct mp_recompute_info *info, uint8_t *dropped_out,
+			       const uint8_t *keep_in, const uint32_t *keep_from, uint32_t max_entries,
+			       struct mp_entry **entries, struct mp_recompute_info *info, uint8_t *dropped_out,
 			       uint8_t *keep_out)
 {
 	uint32_t nt = net->n_tensors;
@@ -600,6 +606,7 @@ static uint32_t recompute_core(const struct mp_net *net, const struct mp_route *
 	S.cut_kept = mp_xcalloc(nt + 1, 1);
 	rc_segments(&S, r, o, !dropped_in, &G);
 	S.keep = keep_in;
+	S.keep_from = keep_in ? keep_from : NULL;
 	if (dropped_in)
 		memcpy(S.dropped, dropped_in, nt);
 	else
@@ -632,13 +639,13 @@ static uint32_t recompute_core(const struct mp_net *net, const struct mp_route *
 }
 
 uint32_t policy_recompute_seq(const struct mp_net *net, const struct mp_route *r,
-			      const uint8_t *dropped, const uint8_t *keep, uint32_t max_entries,
-			      struct mp_entry **entries)
+			      const uint8_t *dropped, const uint8_t *keep, const uint32_t *keep_from,
+			      uint32_t max_entries, struct mp_entry **entries)
 {
 	struct mp_policy_opts o;
 
 	policy_opts_default(&o);
-	return recompute_core(net, r, &o, dropped, keep, max_entries, entries, NULL, NULL, NULL);
+	return recompute_core(net, r, &o, dropped, keep, keep_from, max_entries, entries, NULL, NULL, NULL);
 }
 
 void policy_recompute_set(const struct mp_net *net, const struct mp_route *r,
@@ -646,7 +653,7 @@ void policy_recompute_set(const struct mp_net *net, const struct mp_route *r,
 {
 	struct mp_entry *e = NULL;
 
-	recompute_core(net, r, o, NULL, NULL, 0, &e, NULL, dropped, keep);
+	recompute_core(net, r, o, NULL, NULL, NULL, 0, &e, NULL, dropped, keep);
 	free(e);
 }
 
@@ -656,7 +663,7 @@ static void build_recompute(const struct mp_net *net, const struct mp_route *r,
 {
 	struct mp_entry *e = NULL;
 	struct mp_swap *swaps;
-	uint32_t n_e = recompute_core(net, r, o, NULL, NULL, 0, &e, info, NULL, NULL), n_swaps;
+	uint32_t n_e = recompute_core(net, r, o, NULL, NULL, NULL, 0, &e, info, NULL, NULL), n_swaps;
 
 	n_swaps = checkpoint_swaps(net, o, e, n_e, r->n_fwd, &swaps);
 	sched_emit(net, e, n_e, swaps, n_swaps, out);

@@ -67,11 +67,14 @@ void policy_recompute_set(const struct mp_net *net, const struct mp_route *r,
  * rebuilding dropped inputs of those writers first (chains); keep[t] keeps a
  * rebuilt tensor, whether rebuilt for its own reader or on the way to
  * another, to its last use, else it is dropped again after the backward op
- * it was rebuilt for.  Returns the count; *entries malloc'd.  Past
- * max_entries entries (0: no limit) it stops: UINT32_MAX, *entries NULL. */
+ * it was rebuilt for.  keep_from (NULL: all zero) delays the keeping: a
+ * rebuild for a backward op at a route step before keep_from[t] is dropped
+ * again after it, the first at or after it is kept.  Returns the count;
+ * *entries malloc'd.  Past max_entries entries (0: no limit) it stops:
+ * UINT32_MAX, *entries NULL. */
 uint32_t policy_recompute_seq(const struct mp_net *net, const struct mp_route *r,
-			      const uint8_t *dropped, const uint8_t *keep, uint32_t max_entries,
-			      struct mp_entry **entries);
+			      const uint8_t *dropped, const uint8_t *keep, const uint32_t *keep_from,
+			      uint32_t max_entries, struct mp_entry **entries);
 
 /* Checkpoint swaps on a sequence whose backward starts at entry bwd (the
  * offload strategy's rule).  Returns the count; *swaps malloc'd. */

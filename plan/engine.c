@@ -123,6 +123,7 @@ void pl_init(struct pl_state *S, const struct mp_net *net, const struct mp_route
 	S->out_wait = mp_xcalloc(S->nt + 1, sizeof(*S->out_wait));
 	S->drop = mp_xcalloc(S->nt + 1, 1);
 	S->keep = mp_xcalloc(S->nt + 1, 1);
+	S->keep_from = mp_xcalloc(S->nt + 1, sizeof(*S->keep_from));
 	S->algo = mp_xmalloc((net->n_ops + 1) * sizeof(*S->algo));
 	for (uint32_t o = 0; o < net->n_ops; o++)
 		S->algo[o] = -1;
@@ -142,6 +143,7 @@ void pl_release(struct pl_state *S)
 	free(S->out_wait);
 	free(S->drop);
 	free(S->keep);
+	free(S->keep_from);
 	free(S->algo);
 	free(S->micro_n);
 	for (uint32_t o = 0; S->micro && o < S->net->n_ops; o++)
@@ -308,7 +310,7 @@ int pl_build(struct pl_state *S, struct mp_error *err)
 		e = mp_xmalloc((n_e + 1) * sizeof(*e));
 		memcpy(e, S->seq, n_e * sizeof(*e));
 	} else if (any_drop) {
-		n_e = policy_recompute_seq(net, r, S->drop, S->keep, S->max_entries, &e);
+		n_e = policy_recompute_seq(net, r, S->drop, S->keep, S->keep_from, S->max_entries, &e);
 		if (n_e == UINT32_MAX)
 			return 1;
 	} else {

@@ -32,6 +32,8 @@ struct pl_state {
 			       * is delayed past it, trading memory for a stall */
 	uint8_t *drop;        /* [nt] dropped after forward, recomputed */
 	uint8_t *keep;        /* [nt] a recomputed tensor stays until its last use */
+	uint32_t *keep_from;  /* [nt] kept only once rebuilt for a reader at this
+			       * route step or later (0: from its first rebuild) */
 	int32_t *algo;        /* [n_ops] algorithm per op, -1 default */
 	uint32_t *micro_n;    /* [n_ops] micro-batches (0: whole batch) */
 	struct mp_micro **micro; /* [n_ops] micro-batch lists, owned */

@@ -414,6 +414,52 @@ static void swap_for_drop(void)
 	unload(&f);
 }
 
+/*
+ * keep_from on tests/data/dtr-chain.json (re-runs: a.fwd 50 ms, b.fwd 4,
+ * c.fwd 1) with a, b and c dropped: d.bwd reads c (rebuilt from b, from a),
+ * c.bwd reads b (from a), b.bwd reads a, so a is rebuilt for readers at
+ * three route steps.  Dropped again after each reader, a re-runs three
+ * times: 3 x 50 + 2 x 4 + 1 = 159 ms re-run.  Kept once rebuilt, once: 59.
+ * Kept from c.bwd's step, the rebuild for d.bwd stays temporary and the
+ * one for c.bwd is kept for b.bwd: twice, 109.  Greedy's late keeps and
+ * late unkeeps set it.
+ */
+static void keep_from(void)
+{
+	static const struct {
+		uint8_t keep;
+		int from_c; /* keep_from: c.bwd's route step, else 0 */
+		double ms;
+		uint32_t a_runs;
+	} want[] = { { 0, 0, 159, 3 }, { 1, 0, 59, 1 }, { 1, 1, 109, 2 } };
+	struct fixture f;
+	struct mp_error err;
+
+	if (load(&f, "tests/data/dtr-chain.json") < 0) {
+		CHECK(0);
+		return;
+	}
+	f.req.ws_mode = MP_WS_NONE;
+	f.req.budget_bytes = 1 << 20;
+	for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct pl_state S;
+		int32_t a = net_find_tensor(f.net, "a.out"), a_fwd = net_find_op(f.net, "a.fwd");
+		uint32_t runs = 0;
+
+		pl_init(&S, f.net, &f.route, &f.req);
+		S.drop[a] = S.drop[net_find_tensor(f.net, "b.out")] = S.drop[net_find_tensor(f.net, "c.out")] = 1;
+		S.keep[a] = want[i].keep;
+		S.keep_from[a] = want[i].from_c ? f.route.pos[net_find_op(f.net, "c.bwd")] : 0;
+		CHECK(pl_build(&S, &err) == 0);
+		for (uint32_t k = 0; k < S.n_entries; k++)
+			runs += S.entries[k].recompute && S.entries[k].op == a_fwd;
+		CHECK_NEAR(S.sim.recompute_ms, want[i].ms, 1e-9);
+		CHECK_U64(runs, want[i].a_runs);
+		pl_release(&S);
+	}
+	unload(&f);
+}
+
 /* greedy leaves its state built on the edits it returns: building them
  * again, swap-ins placed on the timeline the last build placed them on
  * (placed_on: a build moves step_start), gives the same schedule, peak and
@@ -468,6 +514,7 @@ int main(void)
 	dtr_rewritten_input();
 	floor_then_swap();
 	swap_for_drop();
+	keep_from();
 	glob_t g;
 
 	inplace_rebuild();
