@@ -574,9 +574,13 @@ uint64_t pl_arena_bytes(struct pl_state *S, uint64_t enough)
 	/* the same schedule again (a state put back and rebuilt): the answer
 	 * given, recognised by its actions */
 	key = sched_fingerprint(&S->sched);
-	if (S->arena_n == S->sched.n && S->arena_key == key && S->arena_peak == S->sim.peak_bytes &&
-	    S->arena_ms == S->sim.time_ms && S->arena_enough == enough)
-		return S->arena_bytes;
+	for (uint32_t k = 0; k < PL_ARENA_MEMO; k++) {
+		const struct pl_arena_memo *m = &S->arena_memo[k];
+
+		if (m->n == S->sched.n && m->key == key && m->peak == S->sim.peak_bytes && m->ms == S->sim.time_ms &&
+		    m->enough == enough && m->n)
+			return m->bytes;
+	}
 	/* a shallow view of the last build: the arena only reads them */
 	plan_init(&q);
 	q.sched = S->sched;
@@ -584,12 +588,9 @@ uint64_t pl_arena_bytes(struct pl_state *S, uint64_t enough)
 	plan_assign_arena_within(S->net, &q, enough);
 	bytes = q.arena_bytes;
 	free(q.offset);
-	S->arena_n = S->sched.n;
-	S->arena_key = key;
-	S->arena_peak = S->sim.peak_bytes;
-	S->arena_ms = S->sim.time_ms;
-	S->arena_enough = enough;
-	S->arena_bytes = bytes;
+	S->arena_memo[S->arena_next] = (struct pl_arena_memo){ S->sched.n, key, S->sim.peak_bytes, enough, bytes,
+								S->sim.time_ms };
+	S->arena_next = (S->arena_next + 1) % PL_ARENA_MEMO;
 	return bytes;
 }
 

@@ -17,6 +17,12 @@ enum pl_prefetch {
 				 * simulation's completion times (tf-swap 3.1.2) */
 };
 
+/* Arena answers pl_arena_bytes remembers: the planners put states back and
+ * rebuild them, and ask again of schedules they asked of a while before
+ * (greedy's passes, its two ways; each placement of a schedule that does
+ * not pack runs the arena's local search). */
+#define PL_ARENA_MEMO 32
+
 struct pl_state {
 	const struct mp_net *net;
 	const struct mp_route *r;
@@ -63,10 +69,14 @@ struct pl_state {
 	bool peak_only;       /* fitting means the simulated peak alone: no arena
 			       * is asked (test_optimal compares the heuristics
 			       * with an optimum counted that way) */
-	/* pl_arena_bytes's last answer, and the schedule it was for */
-	uint32_t arena_n;
-	uint64_t arena_key, arena_peak, arena_enough, arena_bytes;
-	double arena_ms;
+	/* pl_arena_bytes's last PL_ARENA_MEMO answers, and the schedules they
+	 * were for (replaced round robin from arena_next) */
+	struct pl_arena_memo {
+		uint32_t n;
+		uint64_t key, peak, enough, bytes;
+		double ms;
+	} arena_memo[PL_ARENA_MEMO];
+	uint32_t arena_next;
 };
 
 void pl_init(struct pl_state *S, const struct mp_net *net, const struct mp_route *r,
