@@ -8,7 +8,8 @@
  *           its dropped inputs, DTR's evicted neighbourhood; refused when
  *           the rebuild keeps more alive at the peak than it frees)
  *   unkeep  a rebuilt tensor waiting for a later reader is dropped again
- *           after the reader it was rebuilt for and rebuilt once more
+ *           after each reader, or (late) kept from the reader after the
+ *           peak, rebuilt once more (both_ways plans each way)
  *   swap    when the swap-in hides before the next use and the copy engines
  *           stay under GR_LINK_LOAD (Capuchin's rule): cost ~0, or, when the
  *           swap-out would end after the peak, the stall of waiting for it
@@ -20,19 +21,21 @@
  * schedule's arena overflows the budget (fragmentation), the rounds go on to
  * a peak lower by the overflow, and then the pass starts afresh lower
  * (greedy_pass).  Then the drops no longer needed are undone, the most
- * expensive first, and re-drops kept once rebuilt where the peak allows
- * (undo_drops); the room left under the budget goes back to rebuilds while
- * the arena packs (polish); and a few drops whose rebuilds cost most are
- * undone even though the peak rises, more rounds paying for them elsewhere
- * (exchange); passes that swap then swap drops instead where the copies
- * hide (to_swaps).  Five passes (plan_greedy): recomputation alone, with
- * swaps, and DTR itself, online (plan/dtr.c); between them, from the first
+ * expensive first, and re-drops kept once rebuilt, or from a later reader,
+ * where the peak allows (undo_drops, late_keeps); the room left under the
+ * budget goes back to rebuilds while the arena packs (polish); and a few
+ * drops whose rebuilds cost most are undone even though the peak rises, more
+ * rounds paying for them elsewhere (exchange); passes that swap then swap
+ * drops instead where the copies hide (to_swaps).  Five passes
+ * (plan_greedy): recomputation alone, with swaps, and DTR itself, online
+ * (plan/dtr.c); between them, from the first
  * pass's drops, where it fits, those drops swapped instead where that is
  * faster, and where it missed, swaps on top (there, when nothing is left
  * to take, compute also waits for the swap-outs still copying at the peak:
  * memplan-plan(5) "wait"), twice: strict (a round of swaps that stalls more
  * than GR_STALL_OVER times its estimate is undone) and not; the best wins:
  * it fits, peak and arena, and is the fastest, or misses by the least.
+ * Where a round unkept, all of it again the other way (both_ways).
  * O(rounds * n); the undo passes are bounded to GR_UNDO_BUILDS builds, and
  * to O(1) builds of large schedules, which polish and exchange skip.
  */
@@ -144,7 +147,7 @@ static uint64_t drop_effect(struct pl_state *S, uint8_t *at_peak, int32_t t, boo
 /* The edits a planner makes, saved to be put back. */
 struct gr_saved {
 	uint8_t *drop, *keep, *host;
-	uint32_t *swap, *floor, *wait;
+	uint32_t *swap, *floor, *wait, *keep_from;
 	double *start;        /* the timeline just-in-time swap-ins were placed on */
 };
 
@@ -164,6 +167,10 @@ struct gr_ctx {
 				   * estimate (and GR_STALL_SLACK of the
 				   * iteration) is undone */
 	double round_ms;          /* estimated ms the last round's picks add */
+	bool late;                /* unkeep: keep from the reader after the peak */
+	uint32_t limit;           /* rounds stop once p->iterations reaches it
+				   * (0: PL_MAX_ROUNDS) */
+	bool unkept;              /* an unkeep was taken */
 };
 
 /* The picks of one round at the current peak.  Returns the count; *out
@@ -267,7 +274,13 @@ static uint32_t greedy_round(struct pl_state *S, struct gr_ctx *g, uint64_t exce
 			break;
 		}
 		case GR_UNKEEP:
-			S->keep[c->t] = 0;
+			/* late: kept from the reader after the peak, rebuilt once
+			 * more; else rebuilt for every reader */
+			if (g->late && c->next_use != UINT32_MAX)
+				S->keep_from[c->t] = S->entry_step[c->next_use];
+			else
+				S->keep[c->t] = 0;
+			g->unkept = true;
 			break;
 		case GR_SWAP:
 		case GR_SWAP_WAIT: {
@@ -300,10 +313,13 @@ struct undo {
 	int32_t t;
 	double ms;
 	uint8_t keep;   /* S->keep[t] while dropped */
-	uint8_t rekeep; /* the edit keeps t once rebuilt (keep 0 -> 1) instead
-			 * of undoing its drop */
+	uint8_t rekeep; /* the edit keeps t once rebuilt for a reader at route
+			 * step from or later (keep 1, keep_from from)
+			 * instead of undoing its drop */
 	uint32_t swap_at; /* the edit swaps t, in the gap that holds this
 			   * route step, instead of dropping it (0: not a swap) */
+	uint32_t from;     /* rekeep: the keep_from it sets */
+	uint32_t from_was; /* S->keep_from[t] before the edit */
 };
 
 static int by_ms_desc(const void *a, const void *b)
@@ -316,18 +332,21 @@ static int by_ms_desc(const void *a, const void *b)
 }
 
 /* Make the edits d[0..m) (undo: put a drop back, or keep a tensor dropped
- * again after each reader once rebuilt), or take them back. */
+ * again after readers once rebuilt), or take them back. */
 static void undo_set(struct pl_state *S, struct undo *d, uint32_t m, bool undo)
 {
 	for (uint32_t k = 0; k < m; k++) {
+		int32_t t = d[k].t;
+
+		S->keep_from[t] = undo && d[k].rekeep ? d[k].from : d[k].from_was;
 		if (d[k].rekeep) {
-			S->keep[d[k].t] = undo;
+			S->keep[t] = undo ? 1 : d[k].keep;
 			continue;
 		}
 		if (d[k].swap_at)
-			S->swap_step[d[k].t] = undo ? d[k].swap_at : UINT32_MAX;
-		S->drop[d[k].t] = !undo;
-		S->keep[d[k].t] = undo ? 0 : d[k].keep;
+			S->swap_step[t] = undo ? d[k].swap_at : UINT32_MAX;
+		S->drop[t] = !undo;
+		S->keep[t] = undo ? 0 : d[k].keep;
 	}
 }
 
@@ -392,6 +411,53 @@ static uint32_t undo_builds(const struct pl_state *S, uint32_t cap)
 	return most < GR_UNDO_MIN ? GR_UNDO_MIN : most > cap ? cap : most;
 }
 
+/* Late keeps, tried after re-keeping from the first rebuild: a tensor
+ * dropped again after each reader and rebuilt for readers at more than
+ * j + 1 route steps is kept from the (j + 1)-th of them (keep_from), its
+ * rebuilds before it staying temporary: the memory is held only over the
+ * readers that follow (ResNet-50 at 33%: layer1.1's output, rebuilt once in
+ * layer2.0's backward for layer1.2's output and three times in layer1.2's,
+ * kept from the second).  Fills d from the last build's sequence, each
+ * edit weighed by the re-runs it saves; returns the count. */
+#define GR_LATE_KEEPS 4
+#define GR_LATE_BUILDS 32
+
+static uint32_t late_keeps(struct pl_state *S, struct undo *d, uint32_t j)
+{
+	const struct mp_net *net = S->net;
+	uint32_t *n = mp_xcalloc(S->nt + 1, sizeof(*n)), *last = mp_xmalloc((S->nt + 1) * sizeof(*last));
+	uint32_t *from = mp_xcalloc(S->nt + 1, sizeof(*from)), nd = 0;
+	double *ms = mp_xcalloc(S->nt + 1, sizeof(*ms));
+
+	memset(last, 0xff, (S->nt + 1) * sizeof(*last));
+	for (uint32_t i = 0; i < S->n_entries; i++) {
+		const struct mp_op *op = &net->ops[S->entries[i].op];
+		uint32_t step = S->entry_step[i];
+
+		for (uint32_t k = 0; S->entries[i].recompute && k < op->n_out; k++) {
+			int32_t y = op->out[k];
+
+			if (!S->drop[y] || S->keep[y])
+				continue;
+			ms[y] += sched_op_ms(net, S->entries[i].op, S->algo[S->entries[i].op]);
+			if (last[y] == step)
+				continue;
+			last[y] = step;
+			if (n[y]++ == j)
+				from[y] = step;
+		}
+	}
+	for (uint32_t t = 0; t < S->nt; t++)
+		if (n[t] > j + 1)
+			d[nd++] = (struct undo){ (int32_t)t, ms[t] * (n[t] - j - 1) / n[t], 0, 1, 0, from[t],
+						 S->keep_from[t] };
+	free(n);
+	free(last);
+	free(from);
+	free(ms);
+	return nd;
+}
+
 /*
  * Undo drops the plan does not need, the most expensive rebuild first, while
  * its peak stays at most target and it gets no slower, within the builds
@@ -416,9 +482,25 @@ static int undo_drops(struct pl_state *S, struct mp_plan *p, uint64_t target, ui
 		for (uint32_t t = 0; t < S->nt; t++)
 			if (S->drop[t] && (!rekeep || !S->keep[t]))
 				d[nd++] = (struct undo){ (int32_t)t, pl_rebuild_ms(S, (int32_t)t), S->keep[t],
-							 (uint8_t)rekeep, 0 };
+							 (uint8_t)rekeep, 0, 0, S->keep_from[t] };
 		qsort(d, nd, sizeof(*d), by_ms_desc);
 		if (nd && builds < most) /* else kept stays: whether S is built on the edits */
+			kept = undo_runs(S, p, d, nd, target, &best, &builds, most, err);
+	}
+	/* late keeps have builds of their own: where most drops are needed
+	 * the first two phases spend the allowance */
+	most = builds + undo_builds(S, GR_LATE_BUILDS);
+	for (uint32_t j = 1; j < GR_LATE_KEEPS && kept >= 0 && builds < most; j++) {
+		if (!kept) {
+			builds++;
+			p->iterations++;
+			if ((kept = pl_build(S, err)) != 0)
+				break; /* 1: cannot be, it was built before */
+			kept = 1;
+		}
+		nd = late_keeps(S, d, j);
+		qsort(d, nd, sizeof(*d), by_ms_desc);
+		if (nd)
 			kept = undo_runs(S, p, d, nd, target, &best, &builds, most, err);
 	}
 	free(d);
@@ -434,6 +516,7 @@ static void saved_init(struct gr_saved *v, size_t n, size_t steps)
 	v->swap = mp_xmalloc(n * sizeof(*v->swap));
 	v->floor = mp_xmalloc(n * sizeof(*v->floor));
 	v->wait = mp_xmalloc(n * sizeof(*v->wait));
+	v->keep_from = mp_xmalloc(n * sizeof(*v->keep_from));
 }
 
 static void saved_release(struct gr_saved *v)
@@ -444,6 +527,7 @@ static void saved_release(struct gr_saved *v)
 	free(v->swap);
 	free(v->floor);
 	free(v->wait);
+	free(v->keep_from);
 	free(v->start);
 }
 
@@ -460,6 +544,7 @@ static void snapshot_edits(struct pl_state *S, struct gr_saved *v, bool restore)
 	GR_COPY(S->swap_step, v->swap, n * sizeof(*S->swap_step));
 	GR_COPY(S->in_floor, v->floor, n * sizeof(*S->in_floor));
 	GR_COPY(S->out_wait, v->wait, n * sizeof(*S->out_wait));
+	GR_COPY(S->keep_from, v->keep_from, n * sizeof(*S->keep_from));
 }
 
 /* Save S's edits and the timeline its last build placed swap-ins on into
@@ -493,7 +578,7 @@ static int rounds(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, uint6
 	bool wait;
 	int rc;
 
-	while (S->sim.peak_bytes > target && p->iterations < PL_MAX_ROUNDS) {
+	while (S->sim.peak_bytes > target && p->iterations < (g->limit ? g->limit : PL_MAX_ROUNDS)) {
 		uint64_t before = S->sim.peak_bytes, excess = before - target;
 		double link_out = g->link_out, link_in = g->link_in, ms_before = S->sim.time_ms;
 		uint32_t m;
@@ -732,9 +817,9 @@ static int exchange(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, str
 	for (uint32_t t = 0; t < S->nt; t++) {
 		if (!S->drop[t])
 			continue;
-		d[nd++] = (struct undo){ (int32_t)t, 0, S->keep[t], 0, 0 };
+		d[nd++] = (struct undo){ (int32_t)t, 0, S->keep[t], 0, 0, 0, S->keep_from[t] };
 		if (!S->keep[t])
-			d[nd++] = (struct undo){ (int32_t)t, 0, 0, 1, 0 };
+			d[nd++] = (struct undo){ (int32_t)t, 0, 0, 1, 0, 0, S->keep_from[t] };
 	}
 	/* rank: by what their writers' re-runs cost now (a rekeep saves all
 	 * but one), then the GR_EXCHANGE_RANK first by the time each saves
@@ -869,7 +954,7 @@ static int to_swaps(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 	for (uint32_t t = 0; t < S->nt; t++)
 		if (S->drop[t] && after[t] && after[t] < r->n && S->swap_step[t] == UINT32_MAX)
 			d[nd++] = (struct undo){ (int32_t)t, pl_rebuild_ms(S, (int32_t)t) / (double)(net->tensors[t].bytes + 1),
-						 S->keep[t], 0, after[t] };
+						 S->keep[t], 0, after[t], 0, S->keep_from[t] };
 	free(after);
 	if (!nd || (rc = final_ms(S, &was, &was_p, err)) < 0) {
 		free(d);
@@ -898,6 +983,7 @@ static void reset(struct pl_state *S)
 {
 	memset(S->drop, 0, S->nt);
 	memset(S->keep, 0, S->nt);
+	memset(S->keep_from, 0, S->nt * sizeof(*S->keep_from));
 	memset(S->host, 0, S->nt);
 	memset(S->in_floor, 0, S->nt * sizeof(*S->in_floor));
 	memset(S->out_wait, 0, S->nt * sizeof(*S->out_wait));
@@ -970,17 +1056,85 @@ static int greedy_pass(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, 
 	return rc;
 }
 
-/* The first pass alone: recomputation, no swaps (optimal's starts). */
-int plan_greedy_recompute(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
+/*
+ * Greedy's plans are made twice where a round unkept a rebuilt tensor and
+ * the plan fits: dropped again after each reader, and (late) kept from the
+ * reader after the peak, rebuilt once more.  Each wins somewhere (VGG-16 at
+ * 70% of liveness: +13.5% unkept, +6.2% late; at 50%: +37.5% unkept, +45.8%
+ * late; the choice shapes every later round, so whole plans are compared);
+ * the late plan stays when it fits, peak and arena, and is faster by
+ * final_ms, weighed as to_swaps weighs.  Planned late, only the passes
+ * that can differ run again (those that unkept, and those starting from
+ * the first pass's drops where it unkept; not DTR's online pass), and their
+ * rounds stop after GR_LATE_WORK times the iterations the first plan took:
+ * where copies dominate, the late rounds chase more peaks on longer
+ * schedules (memplan capacity on InceptionV4, greedy: 5.4 s before this,
+ * 22.8 s with the late plan made in full, 11.2 s so, the same batches).
+ * fn plans from no edits, redo 0, or late, redo the passes that unkept,
+ * and says which of its passes unkept (GR_P*).
+ */
+#define GR_LATE_WORK 1
+
+/* The passes of greedy_once (plan_greedy), as bits: where a round unkept */
+enum { GR_P0 = 1, GR_P1 = 2, GR_P2 = 4, GR_P3 = 8 };
+
+typedef int (*gr_plan_fn)(struct pl_state *S, struct mp_plan *p, uint32_t redo, uint32_t limit, uint32_t *unkept,
+			  struct mp_error *err);
+
+static int both_ways(struct pl_state *S, struct mp_plan *p, gr_plan_fn fn, struct mp_error *err)
 {
-	struct gr_ctx g0 = { 0 };
+	struct gr_saved one;
+	struct mp_entry *seq;
+	char note[sizeof(p->note)];
+	uint32_t it0 = p->iterations, limit, n_seq, unkept = 0;
+	double ms, ms_p, now, now_p;
+	int rc;
+
+	if ((rc = fn(S, p, 0, 0, &unkept, err)) < 0 || !unkept || pl_overflow(S, S->req->budget_bytes) > 0)
+		return rc;
+	limit = p->iterations + GR_LATE_WORK * (p->iterations - it0);
+	if (final_ms(S, &ms, &ms_p, err) < 0)
+		return -1;
+	saved_init(&one, S->nt + 1, S->r->n);
+	snapshot(S, &one, false);
+	seq = S->seq;
+	n_seq = S->n_seq;
+	S->seq = NULL;
+	memcpy(note, p->note, sizeof(note));
+	reset(S);
+	if ((rc = fn(S, p, unkept, limit < PL_MAX_ROUNDS ? limit : 0, &unkept, err)) == 0 &&
+	    (rc = final_ms(S, &now, &now_p, err)) == 0 &&
+	    (pl_overflow(S, S->req->budget_bytes) > 0 || (S->req->swaps_unpacked ? ms <= now : ms_p <= now_p))) {
+		free(S->seq);
+		S->seq = seq;
+		S->n_seq = n_seq;
+		seq = NULL;
+		memcpy(p->note, note, sizeof(note));
+		rc = put_back(S, p, &one, err);
+	}
+	free(seq);
+	saved_release(&one);
+	return rc;
+}
+
+static int recompute_once(struct pl_state *S, struct mp_plan *p, uint32_t redo, uint32_t limit, uint32_t *unkept,
+			  struct mp_error *err)
+{
+	struct gr_ctx g0 = { .late = redo != 0, .limit = limit };
 	int rc;
 
 	S->prefetch = PL_PREFETCH_JIT;
 	S->max_entries = GR_MAX_ENTRIES * S->r->n + 1024;
 	rc = greedy_pass(S, p, &g0, err);
 	S->max_entries = 0;
+	*unkept = g0.unkept ? GR_P0 : 0;
 	return rc;
+}
+
+/* The first pass alone: recomputation, no swaps (optimal's starts). */
+int plan_greedy_recompute(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
+{
+	return both_ways(S, p, recompute_once, err);
 }
 
 int plan_greedy_swaps(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
@@ -1006,12 +1160,16 @@ int plan_greedy_swaps(struct pl_state *S, struct mp_plan *p, struct mp_error *er
  * (VGG-16 below 72%: conv1_2's backward) a few swaps after it cost less
  * than swaps from the start; where a peak's only remedies raise another,
  * the online pass, which sees every step, gets further.  The best wins. */
-int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
+static int greedy_once(struct pl_state *S, struct mp_plan *p, uint32_t redo, uint32_t limit, uint32_t *unkept,
+		       struct mp_error *err)
 {
+	bool late = redo != 0;
 	struct gr_saved first, zero; /* zero: the first pass's drops, where passes 2 and 3 start */
-	struct gr_ctx g0 = { 0 }, g1 = { .swaps = true };
-	struct gr_ctx g2[2] = { { .swaps = true, .waits = true, .strict = true, .from = &zero },
-				{ .swaps = true, .waits = true, .from = &zero } };
+	struct gr_ctx g0 = { .late = late, .limit = limit }, g1 = { .swaps = true, .late = late, .limit = limit };
+	struct gr_ctx g2[2] = {
+		{ .swaps = true, .waits = true, .strict = true, .from = &zero, .late = late, .limit = limit },
+		{ .swaps = true, .waits = true, .from = &zero, .late = late, .limit = limit },
+	};
 	uint64_t over0, over;
 	double ms0, free_ms;
 	bool online = false, missed;
@@ -1036,6 +1194,9 @@ int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 		if (!over0 && ms0 <= free_ms)
 			break; /* it fits at no cost */
 		if (pass == 3 && !missed)
+			continue;
+		/* planned again late: only the passes that can differ */
+		if (late && (pass == 4 || !(redo & (pass == 1 ? GR_P1 : GR_P0 | (pass == 2 ? GR_P2 : GR_P3)))))
 			continue;
 		snapshot(S, &first, false);
 		if (pass == 2 && !missed) {
@@ -1071,6 +1232,8 @@ int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 	saved_release(&zero);
 	saved_release(&first);
 	S->max_entries = 0;
+	*unkept = (g0.unkept ? GR_P0 : 0) | (g1.unkept ? GR_P1 : 0) | (g2[0].unkept ? GR_P2 : 0) |
+		  (g2[1].unkept ? GR_P3 : 0);
 	if (online) {
 		uint32_t n = 0;
 
@@ -1088,7 +1251,7 @@ int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 
 		for (uint32_t t = 0; t < S->nt; t++) {
 			n_drop += S->drop[t];
-			n_again += S->drop[t] && !S->keep[t];
+			n_again += S->drop[t] && (!S->keep[t] || S->keep_from[t]);
 		}
 		for (uint32_t i = 0; i < S->sched.n; i++)
 			if (S->sched.a[i].kind == MP_ACT_SWAP_OUT && !seen[S->sched.a[i].tensor]) {
@@ -1100,4 +1263,9 @@ int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 			 n_drop, n_again, n_swap, p->iterations);
 	}
 	return 0;
+}
+
+int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
+{
+	return both_ways(S, p, greedy_once, err);
 }

@@ -34,16 +34,20 @@ expect_run "floor then swap: verify" 0 --stdout-grep '^data +every read checked:
 # swaps what hides and fits at +14.3%, where the lax pass alone stalled to
 # +19.5%; an exchange after it (a drop undone, the peak brought back down by
 # more rounds) gets +14.2% (+13.4% while a state put back was rebuilt with
-# its swap-ins placed on another build's timeline, which here was lucky)
-expect_run "greedy's strict swap pass: VGG-16 at 70%" 0 --stdout-grep "overhead 14\.2%\)$" -- \
+# its swap-ins placed on another build's timeline, which here was lucky);
+# planned again with late unkeeps (a rebuilt tensor kept from the reader
+# after the peak), +6.2%
+expect_run "greedy's strict swap pass: VGG-16 at 70%" 0 --stdout-grep "overhead 6\.2%\)$" -- \
 	memplan plan examples/vgg16-b64.json --budget 3937193260 --planner greedy --workspace none
 # ResNet-50 at 33% of liveness: after the rounds, tensors dropped again
 # after each reader are kept once rebuilt where the peak allows, and the
 # room the rounds left under the budget for the arena goes back to rebuilds
 # while the arena still packs: +24.4% -> +22.6% (layer1.1's output was
 # rebuilt three times over, for three readers); then drops whose copies
-# hide are swapped instead: +20.1%
-expect_run "greedy re-keeps and polishes: ResNet-50 at 33%" 0 --stdout-grep "overhead 20\.1%\)$" -- \
+# hide are swapped instead: +20.1%; then late keeps (layer1.1's tail kept
+# from its second rebuild, not rebuilt for each of layer1.2's readers) and
+# the plan made again with late unkeeps: +17.0%
+expect_run "greedy re-keeps and polishes: ResNet-50 at 33%" 0 --stdout-grep "overhead 17\.0%\)$" -- \
 	memplan plan examples/resnet50-b32.json --budget 968890857 --planner greedy --workspace none
 # GPT-2 at 50% of liveness: the recomputing pass re-runs every layer's
 # forward (+23.0%); the first layers' outputs, swapped instead while the
@@ -55,10 +59,12 @@ expect_run "greedy swaps drops whose copies hide: what moves" 0 --stdout-grep "^
 # auto (dynamic workspace) on VGG-16 at 50% of PyTorch's peak: greedy's
 # swaps for drops are weighed as plan_run first takes a plan, with the
 # faster convolutions only where their arena still packs: +16.2% (+39.7%
-# while the weighing ignored the packing: the swaps had taken their room)
+# while the weighing ignored the packing: the swaps had taken their room);
+# +19.4% since greedy also plans with late unkeeps, whose plan weighs
+# faster here but re-plans lower once the faster algorithms overflow
 expect_run "VGG-16 the PyTorch way" 0 -- \
 	memplan gen vgg16 --framework pytorch --grads set_to_none -o "$TMP/ptvgg.json"
-expect_run "swaps for drops weighed packed: VGG-16 at 50% of PyTorch's peak" 0 --stdout-grep "overhead 16\.2%\)$" -- \
+expect_run "swaps for drops weighed packed: VGG-16 at 50% of PyTorch's peak" 0 --stdout-grep "overhead 19\.4%\)$" -- \
 	memplan plan "$TMP/ptvgg.json" --budget 3171942512
 # ... which does not foresee that plan_run, where the faster algorithms
 # overflow the arena, also plans lower: where the two weighings decide
