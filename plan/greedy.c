@@ -1138,10 +1138,10 @@ static int both_ways(struct pl_state *S, struct mp_plan *p, gr_plan_fn fn, struc
 static int recompute_once(struct pl_state *S, struct mp_plan *p, uint32_t redo, uint32_t limit, uint32_t *unkept,
 			  struct gr_saved *zero, struct mp_error *err)
 {
-	(void)zero;
 	struct gr_ctx g0 = { .late = redo != 0, .limit = limit };
 	int rc;
 
+	(void)zero; /* one pass: nothing to put back */
 	S->prefetch = PL_PREFETCH_JIT;
 	S->max_entries = GR_MAX_ENTRIES * S->r->n + 1024;
 	rc = greedy_pass(S, p, &g0, err);
@@ -1183,7 +1183,7 @@ static int greedy_once(struct pl_state *S, struct mp_plan *p, uint32_t redo, uin
 		       struct gr_saved *zero, struct mp_error *err)
 {
 	bool late = redo != 0;
-	struct gr_saved first; /* zero: the first pass's drops, where passes 2 and 3 start */
+	struct gr_saved first; /* zero (the caller's): the first pass's drops, where passes 2 and 3 start */
 	struct gr_ctx g0 = { .late = late, .limit = limit }, g1 = { .swaps = true, .late = late, .limit = limit };
 	struct gr_ctx g2[2] = {
 		{ .swaps = true, .waits = true, .strict = true, .from = zero, .late = late, .limit = limit },
