@@ -189,6 +189,14 @@ static int dynamic_workspace(struct pl_state *S, uint64_t budget, uint64_t *over
 	return rc;
 }
 
+/* Whether a should replace b: a fits budget, peak and arena, and b does
+ * not, or a is faster. */
+static bool plan_beats(const struct mp_plan *a, const struct mp_plan *b, uint64_t budget)
+{
+	return a->sim.peak_bytes <= budget && a->arena_bytes <= budget &&
+	       (b->sim.peak_bytes > budget || b->arena_bytes > budget || a->sim.time_ms < b->sim.time_ms);
+}
+
 /* Plans for a smaller budget when the arena overflows: at most this many. */
 #define PLAN_ARENA_ATTEMPTS 6
 
@@ -340,8 +348,7 @@ static int plan_within_arena(const struct mp_net *net, const struct mp_route *r,
 	if (have_prev)
 		plan_release(&prev);
 	if (have_kept) {
-		if (out->sim.peak_bytes <= req->budget_bytes && out->arena_bytes <= req->budget_bytes &&
-		    out->sim.time_ms < kept.sim.time_ms) {
+		if (plan_beats(out, &kept, req->budget_bytes)) { /* (kept fits) */
 			plan_release(&kept);
 		} else {
 			plan_release(out);
@@ -378,9 +385,7 @@ static int plan_fixed_strategies(const struct mp_net *net, const struct mp_route
 		}
 		if (c.sim.peak_bytes <= req->budget_bytes) {
 			plan_assign_arena_within(net, &c, req->budget_bytes);
-			if (c.arena_bytes <= req->budget_bytes &&
-			    (out->sim.peak_bytes > req->budget_bytes || out->arena_bytes > req->budget_bytes ||
-			     c.sim.time_ms < out->sim.time_ms)) {
+			if (plan_beats(&c, out, req->budget_bytes)) {
 				c.planner = out->planner;
 				c.baseline_ms = out->baseline_ms;
 				c.baseline_peak = out->baseline_peak;
@@ -425,9 +430,7 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 			plan_release(&q);
 			return -1;
 		}
-		if (q.sim.peak_bytes <= req->budget_bytes && q.arena_bytes <= req->budget_bytes &&
-		    (out->sim.peak_bytes > req->budget_bytes || out->arena_bytes > req->budget_bytes ||
-		     q.sim.time_ms < out->sim.time_ms)) {
+		if (plan_beats(&q, out, req->budget_bytes)) {
 			plan_release(out);
 			*out = q;
 		} else {
