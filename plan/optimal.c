@@ -41,7 +41,7 @@
  * swaps), chen and checkpoint-blocks, so it never returns worse, and its
  * bound says how far that plan may be from the optimum.  Where CBC's root
  * LP alone would take more than a third of the time limit, only the LP
- * relaxation is solved, by Clp (clp_relaxation), and that start plan is
+ * relaxation is solved, by Clp (lp.h), and that start plan is
  * returned as it is, with the relaxation's optimum as its bound.  It runs in a child
  * process (solve_isolated): a crash or an overrun costs the answer, not
  * memplan.
@@ -51,18 +51,12 @@
  */
 #include "planners.h"
 
-#include <coin/Cbc_C_Interface.h>
-#include <coin/Clp_C_Interface.h>
-#include <errno.h>
-#include <float.h>
 #include <math.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
+
+#include "lp.h"
 
 #define NONE UINT32_MAX
 /* The model counts KiB: byte coefficients of 10^10 strain a solver's
@@ -333,100 +327,6 @@ static void om_free(struct om *M)
 
 /* ---- the MILP ----------------------------------------------------------- */
 
-/* The model as the solver takes it: columns, rows, and the matrix as
- * (row, column, value) triplets, all 0-based. */
-struct lp {
-	uint32_t n_col, col_cap, n_row, row_cap, n_nz, nz_cap;
-	double *col_ub, *obj;
-	uint8_t *is_int;
-	double *row_lo, *row_hi;
-	int *ti, *tj;
-	double *tv;
-};
-
-/* A binary column, or (kind 'c') a continuous one in [0, ub].  Columns are
- * numbered from 1: 0 means none. */
-static int col_new(struct lp *L, char kind, double ub, double obj)
-{
-	if (L->n_col + 1 >= L->col_cap) {
-		L->col_cap = L->col_cap ? 2 * L->col_cap : 1024;
-		L->col_ub = mp_xrealloc(L->col_ub, L->col_cap * sizeof(*L->col_ub));
-		L->obj = mp_xrealloc(L->obj, L->col_cap * sizeof(*L->obj));
-		L->is_int = mp_xrealloc(L->is_int, L->col_cap);
-	}
-	L->col_ub[L->n_col] = kind == 'c' ? ub : 1.0;
-	L->obj[L->n_col] = obj;
-	L->is_int[L->n_col] = kind != 'c';
-	return (int)++L->n_col;
-}
-
-/* The row being written: its columns and coefficients (column 0: none). */
-struct row {
-	uint32_t n, cap;
-	int *col;
-	double *a;
-};
-
-static void row_add(struct row *R, int col, double a)
-{
-	if (!col)
-		return;
-	if (R->n + 1 >= R->cap) {
-		R->cap = R->cap ? 2 * R->cap : 64;
-		R->col = mp_xrealloc(R->col, R->cap * sizeof(*R->col));
-		R->a = mp_xrealloc(R->a, R->cap * sizeof(*R->a));
-	}
-	R->col[R->n] = col;
-	R->a[R->n++] = a;
-}
-
-enum { ROW_LE, ROW_GE, ROW_EQ };
-
-/* Emit the row as sum <= bound, >= bound or = bound; clear it. */
-static void row_emit(struct lp *L, struct row *R, int type, double bound)
-{
-	if (L->n_row + 1 >= L->row_cap) {
-		L->row_cap = L->row_cap ? 2 * L->row_cap : 1024;
-		L->row_lo = mp_xrealloc(L->row_lo, L->row_cap * sizeof(*L->row_lo));
-		L->row_hi = mp_xrealloc(L->row_hi, L->row_cap * sizeof(*L->row_hi));
-	}
-	L->row_lo[L->n_row] = type == ROW_LE ? -DBL_MAX : bound;
-	L->row_hi[L->n_row] = type == ROW_GE ? DBL_MAX : bound;
-	if (L->n_nz + R->n + 1 >= L->nz_cap) {
-		while (L->n_nz + R->n + 1 >= L->nz_cap)
-			L->nz_cap = L->nz_cap ? 2 * L->nz_cap : 4096;
-		L->ti = mp_xrealloc(L->ti, L->nz_cap * sizeof(*L->ti));
-		L->tj = mp_xrealloc(L->tj, L->nz_cap * sizeof(*L->tj));
-		L->tv = mp_xrealloc(L->tv, L->nz_cap * sizeof(*L->tv));
-	}
-	for (uint32_t k = 0; k < R->n; k++) {
-		L->ti[L->n_nz] = (int)L->n_row;
-		L->tj[L->n_nz] = R->col[k] - 1;
-		L->tv[L->n_nz++] = R->a[k];
-	}
-	L->n_row++;
-	R->n = 0;
-}
-
-static void lp_free(struct lp *L)
-{
-	free(L->col_ub);
-	free(L->obj);
-	free(L->is_int);
-	free(L->row_lo);
-	free(L->row_hi);
-	free(L->ti);
-	free(L->tj);
-	free(L->tv);
-}
-
-static void row2(struct lp *L, struct row *R, int type, double bound, int c1, double a1, int c2, double a2)
-{
-	row_add(R, c1, a1);
-	row_add(R, c2, a2);
-	row_emit(L, R, type, bound);
-}
-
 /* The columns a solution is read from. */
 struct cols {
 	int *s0;        /* [nt] column of S[tfirst + 1][x]; 0: none */
@@ -473,7 +373,7 @@ struct stage_buf {
 	struct touch *q;
 	uint32_t nq, qcap, *q_start;
 	uint32_t *last, *stamp; /* [nt] the tensor's last touch in stage stamp */
-	struct row row;
+	struct lp_row row;
 };
 
 /* Stage t's rows and its F and U columns.  Returns -1 when route op t
@@ -534,38 +434,38 @@ static int model_stage(struct lp *L, const struct om *M, const struct cols *C, u
 			if (!M->tracked[x] || (!route_op && M->tblk[x] == p->blk) ||
 			    (i >= op->n_in && (!route_op || net->tensors[x].producer == p->op)))
 				continue;
-			row_add(&B->row, s_col(M, C, x, t), 1.0);
-			row_add(&B->row, r_col(M, C, t, M->tblk[x]), 1.0);
+			lp_row_add(&B->row, s_col(M, C, x, t), 1.0);
+			lp_row_add(&B->row, r_col(M, C, t, M->tblk[x]), 1.0);
 			if (route_op) {
-				row_emit(L, &B->row, ROW_GE, 1.0);
+				lp_row_emit(L, &B->row, LP_GE, 1.0);
 			} else {
-				row_add(&B->row, p->a, -1.0);
-				row_emit(L, &B->row, ROW_GE, 0.0);
+				lp_row_add(&B->row, p->a, -1.0);
+				lp_row_emit(L, &B->row, LP_GE, 0.0);
 			}
 		}
 		/* U[t][k]: tracked bytes resident while k runs */
 		if (route_op && room - ws < 0)
 			return -1;
-		u = col_new(L, 'c', route_op ? room - ws : room, 0);
-		row_add(&B->row, u, 1.0);
+		u = lp_col(L, 'c', route_op ? room - ws : room, 0);
+		lp_row_add(&B->row, u, 1.0);
 		if (k == p0) {
 			for (uint32_t x = 0; x < net->n_tensors; x++)
-				row_add(&B->row, s_col(M, C, (int32_t)x, t), -(double)net->tensors[x].bytes / KIB);
+				lp_row_add(&B->row, s_col(M, C, (int32_t)x, t), -(double)net->tensors[x].bytes / KIB);
 		} else {
-			row_add(&B->row, prev_u, -1.0);
+			lp_row_add(&B->row, prev_u, -1.0);
 			for (; q0 < B->nq && B->q[q0].k < k; q0++)
 				if (B->q[q0].free_col)
-					row_add(&B->row, B->q[q0].free_col, (double)net->tensors[B->q[q0].x].bytes / KIB);
+					lp_row_add(&B->row, B->q[q0].free_col, (double)net->tensors[B->q[q0].x].bytes / KIB);
 		}
 		if (p->a) {
-			row_add(&B->row, p->a, -alloc);
-			row_emit(L, &B->row, ROW_EQ, 0.0);
+			lp_row_add(&B->row, p->a, -alloc);
+			lp_row_emit(L, &B->row, LP_EQ, 0.0);
 			if (room < alloc + ws) /* it can never run here */
-				row2(L, &B->row, ROW_LE, 0.0, p->a, 1.0, 0, 0.0);
+				lp_row2(L, &B->row, LP_LE, 0.0, p->a, 1.0, 0, 0.0);
 			else if (ws > 0)       /* with its workspace */
-				row2(L, &B->row, ROW_LE, room, u, 1.0, p->a, ws);
+				lp_row2(L, &B->row, LP_LE, room, u, 1.0, p->a, ws);
 		} else {
-			row_emit(L, &B->row, ROW_EQ, alloc);
+			lp_row_emit(L, &B->row, LP_EQ, alloc);
 		}
 		prev_u = p->u = u;
 		/* F: the tensors k touches may go after it, unless a later
@@ -580,112 +480,16 @@ static int model_stage(struct lp *L, const struct om *M, const struct cols *C, u
 					always_later = true;
 			if (always_later)
 				continue;
-			tq->free_col = col_new(L, 'b', 1, 0);
+			tq->free_col = lp_col(L, 'b', 1, 0);
 			if (p->a)
-				row2(L, &B->row, ROW_LE, 0.0, tq->free_col, 1.0, p->a, -1.0);
+				lp_row2(L, &B->row, LP_LE, 0.0, tq->free_col, 1.0, p->a, -1.0);
 			if (s1)
-				row2(L, &B->row, ROW_LE, 1.0, tq->free_col, 1.0, s1, 1.0);
+				lp_row2(L, &B->row, LP_LE, 1.0, tq->free_col, 1.0, s1, 1.0);
 			for (uint32_t j = tq->next; j != NONE; j = B->q[j].next)
-				row2(L, &B->row, ROW_LE, 1.0, tq->free_col, 1.0, B->p[B->q[j].k].a, 1.0);
+				lp_row2(L, &B->row, LP_LE, 1.0, tq->free_col, 1.0, B->p[B->q[j].k].a, 1.0);
 		}
 	}
 	return 0;
-}
-
-/* What a solve found: its status, objective, bound and nodes. */
-enum { SOLVE_NONE, SOLVE_FEASIBLE, SOLVE_OPTIMAL, SOLVE_INFEASIBLE, SOLVE_LOST, SOLVE_TIME };
-#define SOLVE_LOST_WHY "stopped without an answer (it crashed, or overran its time limit by half)"
-struct solve_out {
-	int status;
-	double obj, bound;
-	int nodes;
-};
-
-/* The model's matrix by columns, as CBC and Clp load it. */
-struct lp_cols {
-	CoinBigIndex *start;
-	int *index;
-	double *value, *lb;
-};
-
-static void lp_cols(const struct lp *L, struct lp_cols *M)
-{
-	uint32_t *fill = mp_xcalloc(L->n_col + 1, sizeof(*fill));
-
-	M->start = mp_xcalloc(L->n_col + 2, sizeof(*M->start));
-	M->index = mp_xmalloc((L->n_nz + 1) * sizeof(*M->index));
-	M->value = mp_xmalloc((L->n_nz + 1) * sizeof(*M->value));
-	M->lb = mp_xcalloc(L->n_col + 1, sizeof(*M->lb));
-	for (uint32_t k = 0; k < L->n_nz; k++)
-		M->start[L->tj[k] + 1]++;
-	for (uint32_t j = 0; j < L->n_col; j++)
-		M->start[j + 1] += M->start[j];
-	for (uint32_t k = 0; k < L->n_nz; k++) {
-		CoinBigIndex at = M->start[L->tj[k]] + fill[L->tj[k]]++;
-
-		M->index[at] = L->ti[k];
-		M->value[at] = L->tv[k];
-	}
-	free(fill);
-}
-
-static void lp_cols_free(struct lp_cols *M)
-{
-	free(M->start);
-	free(M->index);
-	free(M->value);
-	free(M->lb);
-}
-
-/* Hand the model to CBC, with the time limit. */
-static Cbc_Model *cbc_model(const struct lp *L, double limit_s)
-{
-	Cbc_Model *m = Cbc_newModel();
-	struct lp_cols M;
-
-	lp_cols(L, &M);
-	Cbc_loadProblem(m, (int)L->n_col, (int)L->n_row, M.start, M.index, M.value, M.lb, L->col_ub, L->obj,
-			L->row_lo, L->row_hi);
-	for (uint32_t j = 0; j < L->n_col; j++)
-		if (L->is_int[j])
-			Cbc_setInteger(m, (int)j);
-	Cbc_setLogLevel(m, 0);
-	Cbc_setMaximumSeconds(m, limit_s);
-	Cbc_setParameter(m, "threads", "1");
-	Cbc_setParameter(m, "timeMode", "elapsed"); /* wall time, as the parent's deadline */
-	lp_cols_free(&M);
-	return m;
-}
-
-/* The model's LP relaxation (every column continuous in its bounds),
- * solved by Clp, the LP solver under CBC: its dual simplex after presolve
- * solves ResNet-50's 127k columns in about a minute, where CBC's root
- * takes several before it looks at the clock.  Its optimum bounds every
- * plan that only recomputes from below.  *a: SOLVE_INFEASIBLE (no plan
- * fits), SOLVE_OPTIMAL with a->bound, SOLVE_TIME (the limit came first),
- * or SOLVE_NONE with a->nodes Clp's status (it gave up otherwise). */
-static void clp_relaxation(const struct lp *L, double limit_s, struct solve_out *a)
-{
-	Clp_Simplex *m = Clp_newModel();
-	struct lp_cols M;
-
-	lp_cols(L, &M);
-	Clp_loadProblem(m, (int)L->n_col, (int)L->n_row, M.start, M.index, M.value, M.lb, L->col_ub, L->obj,
-			L->row_lo, L->row_hi);
-	lp_cols_free(&M);
-	Clp_setLogLevel(m, 0);
-	Clp_setMaximumSeconds(m, limit_s);
-	Clp_initialDualSolve(m);
-	if (Clp_isProvenPrimalInfeasible(m)) {
-		a->status = SOLVE_INFEASIBLE;
-	} else if (Clp_isProvenOptimal(m)) {
-		a->status = SOLVE_OPTIMAL;
-		a->bound = Clp_objectiveValue(m);
-	} else {
-		a->status = Clp_status(m) == 3 ? SOLVE_TIME : SOLVE_NONE; /* 3: stopped on a limit */
-		a->nodes = Clp_status(m);
-	}
-	Clp_deleteModel(m);
 }
 
 /*
@@ -779,22 +583,6 @@ static bool start_from(const struct om *M, const struct cols *C, const struct st
 	return ok;
 }
 
-/* Does v meet every row and bound of the model (to 1e-6 KiB)? */
-static bool lp_feasible(const struct lp *L, const double *v)
-{
-	double *act = mp_xcalloc(L->n_row + 1, sizeof(*act));
-	bool ok = true;
-
-	for (uint32_t k = 0; k < L->n_nz; k++)
-		act[L->ti[k]] += L->tv[k] * v[L->tj[k]];
-	for (uint32_t i = 0; i < L->n_row && ok; i++)
-		ok = act[i] >= L->row_lo[i] - 1e-6 && act[i] <= L->row_hi[i] + 1e-6;
-	for (uint32_t j = 0; j < L->n_col && ok; j++)
-		ok = v[j] >= -1e-9 && v[j] <= L->col_ub[j] + 1e-6;
-	free(act);
-	return ok;
-}
-
 /* The fastest plan among the recomputing heuristics that fits the budget
  * (its simulated peak, and its arena before any that does not pack): chain,
  * greedy without swaps (its static pass, and with online its online pass,
@@ -850,115 +638,6 @@ static bool best_heuristic(const struct pl_state *S, bool online, struct mp_entr
 	return found;
 }
 
-/* Write all of buf, or give up. */
-static void write_all(int fd, const void *buf, size_t n)
-{
-	const char *p = buf;
-
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		p += w;
-		n -= (size_t)w;
-	}
-}
-
-/*
- * Solve in a child process (relax: only the LP relaxation, clp_relaxation),
- * which writes its answer (struct solve_out, then one byte per R column) to
- * a pipe: a solver that crashes (CBC 2.10's cut
- * generators have segfaulted on ResNet-50's model) or overruns its limit by
- * half (it solves the LP relaxation before it looks at the clock) costs the
- * answer, not memplan.  The parent waits at most 1.5 x limit + 5 s, then
- * kills it: *o gets SOLVE_LOST.  rval[c] is R of candidate c.
- */
-static void solve_isolated(const struct lp *L, const double *start, double limit_s, const int *rc,
-			   uint32_t n_r, bool relax, struct solve_out *o, uint8_t *rval)
-{
-	size_t want = sizeof(*o) + n_r, got = 0;
-	char *buf = mp_xmalloc(want + 1);
-	double deadline = plan_now_s() + 1.5 * limit_s + 5;
-	int fd[2];
-	pid_t pid;
-
-	o->status = SOLVE_LOST;
-	fflush(stdout);
-	fflush(stderr);
-	if (pipe(fd) < 0 || (pid = fork()) < 0) {
-		free(buf);
-		return;
-	}
-	if (pid == 0) {
-		Cbc_Model *m;
-		struct solve_out a = { SOLVE_NONE, 0, 0, 0 };
-
-		close(fd[0]);
-		if (relax) {
-			clp_relaxation(L, limit_s, &a);
-			memcpy(buf, &a, sizeof(a));
-			memset(buf + sizeof(a), 0, n_r);
-			write_all(fd[1], buf, want);
-			_exit(0);
-		}
-		m = cbc_model(L, limit_s);
-		if (start) {
-			int *idx = mp_xmalloc((L->n_col + 1) * sizeof(*idx));
-
-			for (uint32_t j = 0; j < L->n_col; j++)
-				idx[j] = (int)j;
-			Cbc_setMIPStartI(m, (int)L->n_col, idx, start);
-		}
-		Cbc_solve(m);
-		a.nodes = Cbc_getNodeCount(m);
-		if (Cbc_isProvenInfeasible(m)) {
-			a.status = SOLVE_INFEASIBLE;
-		} else if (Cbc_numberSavedSolutions(m) >= 1 && Cbc_getColSolution(m)) {
-			const double *x = Cbc_getColSolution(m);
-
-			a.status = Cbc_isProvenOptimal(m) ? SOLVE_OPTIMAL : SOLVE_FEASIBLE;
-			a.obj = Cbc_getObjValue(m);
-			a.bound = Cbc_getBestPossibleObjValue(m);
-			for (uint32_t c = 0; c < n_r; c++)
-				buf[sizeof(a) + c] = x[rc[c] - 1] > 0.5;
-		}
-		memcpy(buf, &a, sizeof(a));
-		write_all(fd[1], buf, want);
-		_exit(0); /* no atexit handlers, no leak report of CBC's */
-	}
-	close(fd[1]);
-	while (got < want) {
-		double left = deadline - plan_now_s();
-		struct pollfd pfd = { fd[0], POLLIN, 0 };
-		ssize_t n;
-
-		if (left <= 0 || poll(&pfd, 1, (int)(left * 1000) + 1) <= 0) {
-			if (left <= 0 || errno != EINTR)
-				break;
-			continue;
-		}
-		n = read(fd[0], buf + got, want - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fd[0]);
-	if (got < want)
-		kill(pid, SIGKILL);
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
-	if (got == want) {
-		memcpy(o, buf, sizeof(*o));
-		memcpy(rval, buf + sizeof(*o), n_r);
-	}
-	free(buf);
-}
-
 /* Refuse a model past OPT_MAX_COLS columns (-1 with *err).  1: CBC's LP
  * relaxation alone would take more than a third of limit_s (it solves it
  * before it looks at the clock, and the estimate is rough: MobileNet-V2's
@@ -991,19 +670,19 @@ static int opt_model(const struct pl_state *S, const struct om *M, struct lp *L,
 	for (uint32_t x = 0; x < net->n_tensors; x++)
 		if (M->tracked[x] && M->tlast[x] > M->tfirst[x])
 			for (uint32_t t = M->tfirst[x] + 1; t <= M->tlast[x]; t++) {
-				int c = col_new(L, 'b', 1, 0);
+				int c = lp_col(L, 'b', 1, 0);
 
 				if (t == M->tfirst[x] + 1)
 					C->s0[x] = c;
 			}
 	for (uint32_t c = 0; c < M->cand_start[r->n]; c++)
-		C->rc[c] = col_new(L, 'b', 1, M->bl.ms[M->cand[c]]);
+		C->rc[c] = lp_col(L, 'b', 1, M->bl.ms[M->cand[c]]);
 	for (uint32_t x = 0; x < net->n_tensors; x++)
 		for (uint32_t t = M->tfirst[x] + 1; M->tracked[x] && C->s0[x] && t < M->tlast[x]; t++) {
-			row_add(&B->row, s_col(M, C, (int32_t)x, t + 1), 1.0);
-			row_add(&B->row, s_col(M, C, (int32_t)x, t), -1.0);
-			row_add(&B->row, r_col(M, C, t, M->tblk[x]), -1.0);
-			row_emit(L, &B->row, ROW_LE, 0.0);
+			lp_row_add(&B->row, s_col(M, C, (int32_t)x, t + 1), 1.0);
+			lp_row_add(&B->row, s_col(M, C, (int32_t)x, t), -1.0);
+			lp_row_add(&B->row, r_col(M, C, t, M->tblk[x]), -1.0);
+			lp_row_emit(L, &B->row, LP_LE, 0.0);
 		}
 	B->p_start = mp_xcalloc(r->n + 2, sizeof(*B->p_start));
 	B->q_start = mp_xcalloc(r->n + 2, sizeof(*B->q_start));
@@ -1057,15 +736,15 @@ static void opt_sequence(struct pl_state *S, const struct om *M, const uint8_t *
 }
 
 /* The note of a plan the solver gave (or, lost, the start's). */
-static void opt_note(struct mp_plan *p, const struct solve_out *so, const char *start, double limit_s,
+static void opt_note(struct mp_plan *p, const struct lp_solve_out *so, const char *start, double limit_s,
 		     double secs, const struct lp *L)
 {
-	if (so->status == SOLVE_OPTIMAL)
+	if (so->status == LP_SOLVE_OPTIMAL)
 		snprintf(p->note, sizeof(p->note), "proven optimal: %.3f ms recomputed (%u variables, "
 			 "%u constraints, %.1f s)", so->obj, L->n_col, L->n_row, secs);
-	else if (so->status == SOLVE_LOST)
+	else if (so->status == LP_SOLVE_LOST)
 		snprintf(p->note, sizeof(p->note), "the solver %s: %s's plan, %.3f ms recomputed (%u "
-			 "variables, %u constraints)", SOLVE_LOST_WHY, start, so->obj, L->n_col, L->n_row);
+			 "variables, %u constraints)", LP_SOLVE_LOST_WHY, start, so->obj, L->n_col, L->n_row);
 	else
 		snprintf(p->note, sizeof(p->note), "best found in the %g s limit%s%s: %.3f ms recomputed; "
 			 "no plan recomputes less than %.3f ms (%u variables, %u constraints)", limit_s,
@@ -1089,18 +768,18 @@ static double start_r(const struct om *M, const struct cols *C, const double *v,
 /* The note of a model too large for an exact solve in the limit: the best
  * heuristic plan (start; NULL: none fits), and what the LP relaxation
  * proved. */
-static void opt_relaxed_note(struct mp_plan *p, const struct solve_out *so, const char *start, double limit_s,
+static void opt_relaxed_note(struct mp_plan *p, const struct lp_solve_out *so, const char *start, double limit_s,
 			     double secs, const struct lp *L)
 {
 	char bound[200];
 
-	if (so->status == SOLVE_OPTIMAL)
+	if (so->status == LP_SOLVE_OPTIMAL)
 		snprintf(bound, sizeof(bound), "its LP relaxation proves no plan recomputes less than %.3f ms",
 			 so->bound);
-	else if (so->status == SOLVE_LOST || so->status == SOLVE_TIME)
+	else if (so->status == LP_SOLVE_LOST || so->status == LP_SOLVE_TIME)
 		snprintf(bound, sizeof(bound), "its LP relaxation %s",
-			 so->status == SOLVE_LOST ? SOLVE_LOST_WHY : "did not finish in the limit");
-	else /* SOLVE_NONE, or infeasible beside a start that is a solution: numerical trouble */
+			 so->status == LP_SOLVE_LOST ? LP_SOLVE_LOST_WHY : "did not finish in the limit");
+	else /* LP_SOLVE_NONE, or infeasible beside a start that is a solution: numerical trouble */
 		snprintf(bound, sizeof(bound), "its LP relaxation gave no bound (Clp status %d)", so->nodes);
 	if (start)
 		snprintf(p->note, sizeof(p->note), "too large to solve exactly in the %g s limit: %s's plan; %s "
@@ -1126,7 +805,7 @@ static void seq_copy(struct pl_state *S, const struct mp_entry *e, uint32_t n)
  * plan_run's re-plans lower ended at +8.8% where greedy's start packs at
  * +1.8%).  0, or -1 with *err. */
 static int opt_prefer_packing_start(struct pl_state *S, struct mp_plan *p, const struct mp_entry *he,
-				    uint32_t n_he, const char *start, const struct solve_out *so,
+				    uint32_t n_he, const char *start, const struct lp_solve_out *so,
 				    const struct lp *L, struct mp_error *err)
 {
 	struct mp_entry *solved = S->seq;
@@ -1139,7 +818,7 @@ static int opt_prefer_packing_start(struct pl_state *S, struct mp_plan *p, const
 		free(solved);
 		snprintf(p->note, sizeof(p->note), "the %s (%.3f ms recomputed) does not pack in the arena; "
 			 "%s's plan does: %.3f ms recomputed (%u variables, %u constraints)",
-			 so->status == SOLVE_OPTIMAL ? "proven optimum" : "solver's best plan", solved_ms, start,
+			 so->status == LP_SOLVE_OPTIMAL ? "proven optimum" : "solver's best plan", solved_ms, start,
 			 S->sim.recompute_ms, L->n_col, L->n_row);
 	} else if (rc == 0) {
 		free(S->seq);
@@ -1169,7 +848,7 @@ int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 	struct lp L = { 0 };
 	struct cols C = { 0 };
 	struct stage_buf B = { 0 };
-	struct solve_out so = { SOLVE_NONE, 0, 0, 0 };
+	struct lp_solve_out so = { LP_SOLVE_NONE, 0, 0, 0 };
 	double *v = NULL;
 	uint8_t *rval = NULL;
 	uint32_t n_r;
@@ -1205,17 +884,17 @@ int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 	n_r = M.cand_start[r->n];
 	rval = mp_xcalloc(n_r + 1, 1);
 	t0 = plan_now_s();
-	solve_isolated(&L, start && !relax ? v : NULL, solve_s, C.rc, n_r, relax, &so, rval);
+	lp_solve_isolated(&L, start && !relax ? v : NULL, solve_s, C.rc, n_r, relax, &so, rval);
 	secs = plan_now_s() - t0;
 	p->iterations = relax ? 0 : (uint32_t)so.nodes; /* relax: nodes holds Clp's status */
-	if (relax && start && so.status == SOLVE_INFEASIBLE) {
+	if (relax && start && so.status == LP_SOLVE_INFEASIBLE) {
 		/* a plan fits: the relaxation's infeasibility is numerical, or
 		 * the model's memory (at least the simulator's) is stricter
 		 * than the plan needs; not a proof either way */
-		so.status = SOLVE_NONE;
+		so.status = LP_SOLVE_NONE;
 		so.nodes = 1; /* Clp's status: primal infeasible */
 	}
-	if (so.status == SOLVE_INFEASIBLE) {
+	if (so.status == LP_SOLVE_INFEASIBLE) {
 		snprintf(p->note, sizeof(p->note), "proven: no plan that only recomputes fits (%u variables, "
 			 "%u constraints, %.1f s%s)", L.n_col, L.n_row, secs, relax ? ", its LP relaxation" : "");
 		goto out;
@@ -1228,12 +907,12 @@ int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 			seq_copy(S, he, n_he);
 		}
 		goto out;
-	} else if (so.status == SOLVE_LOST && start) {
+	} else if (so.status == LP_SOLVE_LOST && start) {
 		/* the solver crashed or outlived its deadline: the start stands */
 		so.obj = start_r(&M, &C, v, rval);
-	} else if (so.status != SOLVE_OPTIMAL && so.status != SOLVE_FEASIBLE) {
+	} else if (so.status != LP_SOLVE_OPTIMAL && so.status != LP_SOLVE_FEASIBLE) {
 		snprintf(p->note, sizeof(p->note), "no plan found in the %g s limit%s (%u variables, %u "
-			 "constraints)", limit_s, so.status == SOLVE_LOST ? ", the solver " SOLVE_LOST_WHY : "",
+			 "constraints)", limit_s, so.status == LP_SOLVE_LOST ? ", the solver " LP_SOLVE_LOST_WHY : "",
 			 L.n_col, L.n_row);
 		goto out;
 	}
