@@ -54,7 +54,7 @@ ZOO      := analysis/zoo/zoo.c analysis/zoo/layers.c analysis/zoo/cnn.c analysis
 	    analysis/zoo/rnn.c
 ANALYSIS := $(BASE) $(NET) analysis/route.c analysis/sched.c analysis/sim.c analysis/policy.c \
 	    analysis/analyze.c analysis/jobs.c $(ZOO)
-PLAN     := plan/ucudnn.c plan/arena.c plan/trace.c plan/planfile.c plan/engine.c plan/planner.c plan/superneurons.c plan/tfswap.c plan/tensile.c plan/greedy.c plan/dtr.c plan/chain.c plan/checkpoint.c plan/lp.c plan/optimal.c plan/dqnnet.c plan/dqn.c plan/convconf.c plan/capacity.c
+PLAN     := plan/ucudnn.c plan/arena.c plan/trace.c plan/planfile.c plan/engine.c plan/planner.c plan/superneurons.c plan/tfswap.c plan/tensile.c plan/greedy.c plan/dtr.c plan/chain.c plan/checkpoint.c plan/lp.c plan/optimal.c plan/bound.c plan/dqnnet.c plan/dqn.c plan/convconf.c plan/capacity.c
 VERIFY   := verify/common.c verify/backend_host.c verify/replay.c verify/kop.c verify/pool.c verify/report.c verify/replan.c verify/probe.c verify/profile.c
 CLI      := cli/main.c cli/common.c cli/options.c cli/output.c cli/cmd_check.c cli/cmd_analyze.c cli/cmd_plan.c cli/cmd_capacity.c cli/cmd_gen.c cli/cmd_devices.c cli/cmd_verify.c cli/cmd_replan.c cli/cmd_profile.c
 LIB_OBJ  := $(ANALYSIS:%.c=$(BUILD)/%.o) $(PLAN:%.c=$(BUILD)/%.o) $(VERIFY:%.c=$(BUILD)/%.o)
@@ -138,7 +138,7 @@ CUDA_SRC := $(wildcard verify/*.cu)
 cuda-check: $(if $(NVCC),$(CUDA_SRC:%.cu=$(BUILD)/%.o))
 	@$(if $(NVCC),echo "memplan: cuda-check: $(CUDA_SRC) compile ($(NVCC))",echo "memplan: nvcc not found, skipping cuda-check")
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h tests/unit/fixture.h $(LIB_OBJ)
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h tests/unit/fixture.h tests/unit/randnet.h $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CFLAGS) $(SANFLAGS) $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LIBS)
 

@@ -341,22 +341,70 @@ static json_t *summary_json(const struct mp_net *net, const struct mp_plan_req *
 	return o;
 }
 
-static void print_plans_json(const struct mp_net *net, const struct mp_plan_req *req, const struct jobs_arg *J,
-			     const struct mp_plan *plans, int all, int best, int lowest)
+/* --lower-bound's answer: "bound" with its ms and overhead, "none fits", or
+ * "unknown" and why. */
+static json_t *bound_json(const struct mp_net *net, const struct mp_bound *f, const struct mp_plan *p)
 {
+	static const char *const status[] = { "bound", "none fits", "unknown" };
+	json_t *o = json_object();
+
+	json_object_set_new(o, "status", json_string(status[f->status]));
+	if (f->status == MP_BOUND_FOUND) {
+		json_object_set_new(o, "time_ms", json_real(f->ms));
+		json_object_set_new(o, "overhead", json_real(p->baseline_ms > 0 ? f->ms / p->baseline_ms - 1 : 0));
+	}
+	if (f->status == MP_BOUND_NONE_FITS)
+		json_object_set_new(o, "op", f->stuck_op >= 0 ? json_string(net->ops[f->stuck_op].name) : json_null());
+	if (f->status == MP_BOUND_UNKNOWN)
+		json_object_set_new(o, "why", json_string(f->why));
+	json_object_set_new(o, "variables", json_integer(f->cols));
+	json_object_set_new(o, "constraints", json_integer(f->rows));
+	json_object_set_new(o, "seconds", json_real(f->secs));
+	return o;
+}
+
+static void print_plans_json(const struct mp_net *net, const struct mp_plan_req *req, const struct jobs_arg *J,
+			     const struct mp_plan *plans, int all, int best, int lowest, const struct mp_bound *bound)
+{
+	const struct mp_plan *chosen = &plans[best >= 0 ? best : lowest];
 	json_t *root, *arr;
 
 	if (!all) {
-		out_json(stdout, summary_json(net, req, J, &plans[best >= 0 ? best : lowest]));
-		return;
+		root = summary_json(net, req, J, chosen);
+	} else {
+		root = json_object();
+		arr = json_array();
+		for (int i = 0; i < MP_PLANNER__COUNT; i++)
+			json_array_append_new(arr, summary_json(net, req, J, &plans[i]));
+		json_object_set_new(root, "plans", arr);
+		json_object_set_new(root, "chosen", best >= 0 ? json_string(mp_planner_name((enum mp_planner)best)) :
+							 json_null());
 	}
-	root = json_object();
-	arr = json_array();
-	for (int i = 0; i < MP_PLANNER__COUNT; i++)
-		json_array_append_new(arr, summary_json(net, req, J, &plans[i]));
-	json_object_set_new(root, "plans", arr);
-	json_object_set_new(root, "chosen", best >= 0 ? json_string(mp_planner_name((enum mp_planner)best)) : json_null());
+	if (bound)
+		json_object_set_new(root, "lower_bound", bound_json(net, bound, chosen));
 	out_json(stdout, root);
+}
+
+/* --lower-bound's line: the bound against the plan shown (fits: the chosen one). */
+static void print_bound(const struct mp_net *net, const struct mp_bound *f, const struct mp_plan *p, bool fits)
+{
+	printf("lower bound      ");
+	if (f->status == MP_BOUND_FOUND) {
+		printf("%.3f ms, overhead %.1f%%: no schedule that fits is faster", f->ms,
+		       p->baseline_ms > 0 ? 100.0 * (f->ms / p->baseline_ms - 1) : 0.0);
+		if (fits)
+			printf("; this plan is %.1f%% above it", f->ms > 0 ? 100.0 * (p->sim.time_ms / f->ms - 1) : 0.0);
+	} else if (f->status == MP_BOUND_NONE_FITS) {
+		if (f->stuck_op >= 0)
+			printf("no schedule fits: '%s' alone needs more than the budget", net->ops[f->stuck_op].name);
+		else
+			printf("proven: no schedule fits, swaps and re-runs included");
+	} else {
+		printf("not found: %s", f->why);
+	}
+	if (f->status != MP_BOUND_UNKNOWN || f->cols)
+		printf(" (LP relaxation: %u variables, %u constraints)", f->cols, f->rows);
+	printf("\n");
 }
 
 /* The table of every planner's plan (--planner all). */
@@ -552,7 +600,7 @@ int cmd_plan(int argc, char **argv)
 	struct budget_arg budget = { 0, 0 };
 	struct jobs_arg J;
 	struct mp_plan_req req;
-	int fmt = FMT_TABLE, k, rc, at;
+	int fmt = FMT_TABLE, k, rc, at, want_bound = 0;
 	const struct cli_opt opts[] = {
 		OPT_CALL("budget", 0, "SIZE", CLI_REQUIRED, &budget, set_budget),
 		OPT_CALL("planner", 0, "auto|all|NAME", 0, &pl, set_planner),
@@ -561,7 +609,8 @@ int cmd_plan(int argc, char **argv)
 		OPT_SIZE("workspace-limit", "SIZE", CLI_NEWLINE, &req.ws_limit_bytes),
 		OPT_CALL("checkpoints", 0, "conv,fc,...", 0, &req.popts.checkpoints, cli_set_checkpoints),
 		OPT_CALL("time-limit", 0, "SECONDS", CLI_NEWLINE, &req.time_limit_s, set_time_limit),
-		OPT_STRING("offset", 0, "MS,...", 0, &J.offsets),
+		OPT_FLAG("lower-bound", 0, &want_bound),
+		OPT_STRING("offset", 0, "MS,...", CLI_NEWLINE, &J.offsets),
 		OPT_STRING("output", 'o', "plan.json", CLI_LETTER, &out_path),
 		OPT_STRING("trace", 0, "FILE", 0, &trace_path),
 		OPT_FORMAT("format", "table|json", CLI_NEWLINE, &fmt, 0),
@@ -581,6 +630,7 @@ int cmd_plan(int argc, char **argv)
 	const char *what;
 	int best = -1, lowest = -1;
 	bool seed_given, episodes_given;
+	struct mp_bound bound = { MP_BOUND_UNKNOWN, 0, -1, 0, 0, 0, "" };
 	char b1[32], b2[32], lab[300];
 
 	memset(&req, 0, sizeof(req));
@@ -649,12 +699,16 @@ int cmd_plan(int argc, char **argv)
 	if (net->n_jobs &&
 	    (rc = jobs_alone(&J, net, plans[best >= 0 ? best : lowest].planner, &req)) != EXIT_OK)
 		goto out_plans;
+	if (want_bound)
+		plan_lower_bound(net, &route, &req, &bound);
 	if (fmt == FMT_JSON) {
-		print_plans_json(net, &req, &J, plans, pl.all, best, lowest);
+		print_plans_json(net, &req, &J, plans, pl.all, best, lowest, want_bound ? &bound : NULL);
 	} else {
 		print_plans(net, &req, &lmin, plans, pl.all, best);
 		if (net->n_jobs)
 			print_jobs(net, &J, &plans[best >= 0 ? best : lowest]);
+		if (want_bound)
+			print_bound(net, &bound, &plans[best >= 0 ? best : lowest], best >= 0);
 	}
 	if (best < 0) {
 		const struct mp_plan *p = &plans[lowest];

@@ -114,6 +114,29 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 int plan_jobs_alone(struct mp_net *merged, struct mp_net *const *nets, enum mp_planner which,
 		    const struct mp_plan_req *req, uint32_t *failed, struct mp_error *err);
 
+/* The lower bound (plan/bound.c, memplan-plan(1) --lower-bound) on the
+ * iteration time of every schedule that fits req's budget, swaps (across
+ * iterations too) and re-runs of any forward op included, from the LP
+ * relaxation of the simulator's rules, solved within req's time limit.
+ * With --workspace other than none each op counts at its fastest
+ * algorithm and smallest workspace, so the bound holds for every choice. */
+enum mp_bound_status {
+	MP_BOUND_FOUND,    /* ms: no schedule that fits runs faster */
+	MP_BOUND_NONE_FITS,     /* proven: no schedule fits at all */
+	MP_BOUND_UNKNOWN,  /* no answer: why says why (too large, time limit) */
+};
+struct mp_bound {
+	enum mp_bound_status status;
+	double ms;
+	int32_t stuck_op;      /* MP_BOUND_NONE_FITS: the op that alone needs more than
+				* the budget; -1: the program proves it */
+	uint32_t cols, rows;   /* the program's variables and constraints */
+	double secs;           /* solving */
+	char why[200];
+};
+void plan_lower_bound(const struct mp_net *net, const struct mp_route *r, const struct mp_plan_req *req,
+		   struct mp_bound *out);
+
 /* fits (peak and arena within budget), overhead, MSR, EOR, CBR of a
  * simulated, arena-assigned plan: one definition for planning and reading. */
 void plan_metrics(struct mp_plan *p, uint64_t budget);

@@ -27,6 +27,27 @@ int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
  * structure2vec embedding, trained on the simulator (or loaded). */
 int plan_dqn(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 
+/* bound (plan/bound.c): the LP relaxation of every schedule that fits,
+ * swaps included; its optimum bounds the iteration time of any plan from
+ * below.  status is lp.h's LP_SOLVE_* (LP_SOLVE_OPTIMAL: ms is the bound;
+ * LP_SOLVE_INFEASIBLE: no schedule fits, and stuck >= 0 names the route
+ * step whose op alone needs more than the budget). */
+struct pl_bound {
+	int status;
+	double ms;
+	uint32_t cols, rows;
+	double secs;
+	int32_t stuck;
+	int clp_status;  /* LP_SOLVE_NONE: Clp's status */
+};
+#define BOUND_MAX_COLS 300000u
+/* Solve the bound of S's net under S's request and algorithms (at most
+ * limit_s seconds).  0 with *out filled, or -1 with *err: a merged plan of
+ * several jobs, or a program past BOUND_MAX_COLS columns. */
+int plan_bound(const struct pl_state *S, double limit_s, struct pl_bound *out, struct mp_error *err);
+/* The bound's column count for S, without building it: O(ops + uses). */
+uint64_t plan_bound_size(const struct pl_state *S);
+
 /* Seconds on a monotonic clock (solver time limits). */
 double plan_now_s(void);
 

@@ -32,6 +32,13 @@ while IFS= read -r line; do
 		(cd "$work" && sh -c "$cmd" 2>&1) | head -n "$n" | sed 's/^/    /; s/ *$//'
 		printf '    ...\n'
 		;;
+	"@tail "*)
+		rest=${line#@tail }
+		n=${rest%% *}
+		cmd=${rest#* }
+		printf '    $ %s\n    ...\n' "$cmd"
+		(cd "$work" && sh -c "$cmd" 2>&1) | tail -n "$n" | sed 's/^/    /; s/ *$//'
+		;;
 	"@include "*)
 		f=${line#@include }
 		[ -f "$top/$f" ] && grep -v '^<!--\|^to be merged\|^README.md.  The output' "$top/$f"

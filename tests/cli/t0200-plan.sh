@@ -144,6 +144,20 @@ expect_run "bad time limit" 2 --stderr "memplan: --time-limit: 'soon' is not a n
 	memplan plan examples/tiny.json --budget 1G --planner optimal --time-limit soon
 expect_run "zero time limit" 2 --stderr-grep "^memplan: --time-limit: '0' is not a number of seconds" -- \
 	memplan plan examples/tiny.json --budget 1G --planner optimal --time-limit 0
+# --lower-bound: the LP relaxation of every schedule, swaps included.
+# bound-swap.json at 8448 B: a must leave while f3 and g3 run (all but 348 B
+# of it: the relaxation lets that part stay) and cannot be rebuilt, so two
+# copies stall compute; superneurons' plan waits for both (9.000 ms)
+expect_run "lower bound: the line" 0 --stdout-grep "^lower bound +8\.913 ms, overhead 11\.4%: no schedule that fits is faster; this plan is 1\.0% above it \(LP relaxation: 103 variables, 136 constraints\)$" -- \
+	memplan plan tests/data/bound-swap.json --budget 8448 --workspace none --planner superneurons --lower-bound
+expect_run "lower bound: json" 0 --stdout-grep '^  "lower_bound": \{$' -- \
+	memplan plan tests/data/bound-swap.json --budget 8448 --workspace none --lower-bound --format json
+expect_run "lower bound: json time" 0 --stdout-grep '^    "time_ms": 8\.913,$' -- \
+	memplan plan tests/data/bound-swap.json --budget 8448 --workspace none --lower-bound --format json
+expect_run "lower bound: too large" 0 --stdout-grep "^lower bound +not found: the net is too large for its program \(460 ops: [0-9]+ variables, the limit is 300000\)$" -- \
+	memplan plan examples/resnet50-b32.json --budget 2G --planner chen --lower-bound
+expect_run "lower bound: several jobs" 0 --stdout-grep "^lower bound +not found: a plan of several jobs has none" -- \
+	memplan plan tests/data/job-a.json tests/data/job-b.json --budget 1M --lower-bound
 expect_run "help lists the planners" 0 --stdout-grep "^planners: superneurons, tf-swap, tensile, greedy, chain, chen, checkpoint-blocks, optimal, dqn \(memplan-plan\(1\)\)$" -- \
 	memplan plan -h
 
