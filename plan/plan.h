@@ -60,6 +60,9 @@ struct mp_plan_req {
 	bool opt_relax_only;            /* optimal: solve only the LP relaxation, as for a
 					 * model too large for the limit; set by the tests
 					 * only, no command line sets it */
+	double ws_reserve;              /* dynamic workspace: plan for the budget less this
+					 * share of it, left to the faster algorithms (set
+					 * by plan_run's tries for greedy; 0: none) */
 	bool swaps_unpacked;            /* greedy with dynamic workspace: weigh its swaps
 					 * for drops by the faster algorithms' time even
 					 * where their arena does not pack (set by plan_run

@@ -144,6 +144,18 @@ expect_run "bad time limit" 2 --stderr "memplan: --time-limit: 'soon' is not a n
 	memplan plan examples/tiny.json --budget 1G --planner optimal --time-limit soon
 expect_run "zero time limit" 2 --stderr-grep "^memplan: --time-limit: '0' is not a number of seconds" -- \
 	memplan plan examples/tiny.json --budget 1G --planner optimal --time-limit 0
+# with dynamic workspace, greedy is also planned for 90% and 80% of the
+# budget, the rest left to the faster algorithms: U-Net at 70% of liveness
+# +7.5% planned for all of it, -7.9% planned for 90% (of what the arena
+# allows); the host runs it with its data intact
+expect_run "reserve for faster algorithms: U-Net at 70%" 0 --stdout-grep "^planner +greedy: .*\(planned for 557\.9 MiB, leaving 10% of what the arena allows to faster algorithms\)$" -- \
+	memplan plan examples/unet.json --budget 687181527 --planner greedy -o "$TMP/unet70.json"
+expect_run "reserve for faster algorithms: its time" 0 --stdout-grep "overhead -7\.9%\)$" -- \
+	memplan plan examples/unet.json --budget 687181527 --planner greedy
+expect_run "reserve for faster algorithms: verify" 0 --stdout-grep '^data +every read checked: .* nothing lost$' -- \
+	memplan verify "$TMP/unet70.json" --iters 2 --tolerance-time 100000
+expect_run "no reserve where the algorithms save little: ResNet-50 at 50%" 0 --stdout-grep "^planner +greedy: .* in [0-9]+ rounds$" -- \
+	memplan plan examples/resnet50-b32.json --budget 1420000000 --planner greedy
 # --lower-bound: the LP relaxation of every schedule, swaps included.
 # bound-swap.json at 8448 B: a must leave while f3 and g3 run (all but 348 B
 # of it: the relaxation lets that part stay) and cannot be rebuilt, so two
