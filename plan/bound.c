@@ -48,8 +48,11 @@
  * re-runs or copies split (the relaxation's fractions: half a tensor's
  * copy frees half of it), and what it leaves out (memory inside a gap, a
  * copy's memory beyond its part, a re-run's temporaries, the copy engines'
- * order) only lowers it.  The algorithms are the state's (--workspace
- * none: the defaults).
+ * order) only lowers it.  Each op runs as the state runs it (--workspace
+ * none: its default); under dynamic, route ops choose a share of each
+ * algorithm (A, summing to 1: its time, and its workspace at both moments),
+ * re-runs their fastest; under wr and wd every op runs at its least time
+ * per sample with no workspace.
  *
  * Size: O(tensors x their windows) columns and rows; refused past
  * BOUND_MAX_COLS.
@@ -69,17 +72,17 @@
 /* Per tensor: its moments [lo, hi] (cyclic: 0 .. 2T, moment 2T + 1 being
  * 0), and the first column of each kind over them (E and H per moment, I
  * and O per window lo .. hi - 1, cyclic 0 .. 2T; 0: none). */
-struct fx {
+struct btensor {
 	uint32_t lo, hi;
 	bool cyclic, in;   /* in: the model holds it */
 	uint32_t blk;      /* block a re-run of which rebuilds it; NONE */
 	int e, h, i, o;
 };
 
-struct fm {
+struct bmodel {
 	const struct pl_state *S;
 	uint32_t T, M;         /* route steps; moments 0 .. M - 1 (M = 2T + 2) */
-	struct fx *x;          /* [nt] */
+	struct btensor *x;          /* [nt] */
 	uint32_t *ts, *tl;     /* route steps touching each tensor, in order (CSR) */
 	struct pl_blocks bl;
 	uint8_t *brc;          /* [bl.n] the block may re-run */
@@ -94,7 +97,7 @@ struct fm {
 };
 
 /* Does route op t touch x? */
-static bool touched(const struct fm *F, uint32_t t, uint32_t x)
+static bool touched(const struct bmodel *F, uint32_t t, uint32_t x)
 {
 	uint32_t lo = F->ts[x], hi = F->ts[x + 1];
 
@@ -112,15 +115,15 @@ static bool touched(const struct fm *F, uint32_t t, uint32_t x)
 }
 
 /* Is moment m the start or end of a route op that touches x? */
-static bool forced(const struct fm *F, uint32_t x, uint32_t m)
+static bool forced(const struct bmodel *F, uint32_t x, uint32_t m)
 {
 	return m >= 1 && m <= 2 * F->T && touched(F, (m - 1) / 2, x);
 }
 
 /* E of x at moment m: a column (*c = 0), or a constant in *c. */
-static int e_ref(const struct fm *F, uint32_t x, uint32_t m, double *c)
+static int e_ref(const struct bmodel *F, uint32_t x, uint32_t m, double *c)
 {
-	const struct fx *X = &F->x[x];
+	const struct btensor *X = &F->x[x];
 
 	*c = 0;
 	if (X->cyclic && m == F->M - 1)
@@ -135,9 +138,9 @@ static int e_ref(const struct fm *F, uint32_t x, uint32_t m, double *c)
 }
 
 /* H of x at moment m (0: none). */
-static int h_ref(const struct fm *F, uint32_t x, uint32_t m)
+static int h_ref(const struct bmodel *F, uint32_t x, uint32_t m)
 {
-	const struct fx *X = &F->x[x];
+	const struct btensor *X = &F->x[x];
 
 	if (X->cyclic && m == F->M - 1)
 		m = 0;
@@ -147,9 +150,9 @@ static int h_ref(const struct fm *F, uint32_t x, uint32_t m)
 }
 
 /* I or O of x in window w (0: none). */
-static int w_ref(const struct fm *F, uint32_t x, uint32_t w, bool out)
+static int w_ref(const struct bmodel *F, uint32_t x, uint32_t w, bool out)
 {
-	const struct fx *X = &F->x[x];
+	const struct btensor *X = &F->x[x];
 
 	if (!X->in || w < X->lo || (X->cyclic ? w > F->M - 2 : w >= X->hi))
 		return 0;
@@ -157,7 +160,7 @@ static int w_ref(const struct fm *F, uint32_t x, uint32_t w, bool out)
 }
 
 /* R of block b in gap w (0: none). */
-static int r_ref(const struct fm *F, uint32_t b, uint32_t w)
+static int r_ref(const struct bmodel *F, uint32_t b, uint32_t w)
 {
 	uint32_t w0;
 
@@ -170,7 +173,7 @@ static int r_ref(const struct fm *F, uint32_t b, uint32_t w)
 }
 
 /* Each tensor's touches (CSR) and its first and last route step. */
-static void fm_touches(struct fm *F, uint32_t *first, uint32_t *last)
+static void bm_touches(struct bmodel *F, uint32_t *first, uint32_t *last)
 {
 	const struct mp_net *net = F->S->net;
 	const struct mp_route *r = F->S->r;
@@ -209,11 +212,11 @@ static void fm_touches(struct fm *F, uint32_t *first, uint32_t *last)
 }
 
 /* An op's time and workspace: as the state runs it under --workspace none
- * and dynamic (whose choices fm_choices adds: op_ms and op_ws are then the
+ * and dynamic (whose choices bm_choices adds: op_ms and op_ws are then the
  * least of them, each on its own, what a re-run counts); under wr and wd
  * (micro-batches) the least time per sample of any entry and no workspace,
  * a bound on every division. */
-static void fm_op_cost(const struct pl_state *S, uint32_t o, double *ms, uint64_t *ws)
+static void bm_op_cost(const struct pl_state *S, uint32_t o, double *ms, uint64_t *ws)
 {
 	const struct mp_net *net = S->net;
 	const struct mp_op *op = &net->ops[o];
@@ -240,7 +243,7 @@ static void fm_op_cost(const struct pl_state *S, uint32_t o, double *ms, uint64_
 
 /* A choice of route op t under --workspace dynamic: k = 0 its default, k >
  * 0 algorithm k - 1 (-1: not one at the whole batch). */
-static int fm_choice(const struct fm *F, uint32_t t, uint32_t k, double *ms, uint64_t *ws)
+static int bm_choice(const struct bmodel *F, uint32_t t, uint32_t k, double *ms, uint64_t *ws)
 {
 	const struct mp_net *net = F->S->net;
 	int32_t o = F->S->r->op[t];
@@ -256,7 +259,7 @@ static int fm_choice(const struct fm *F, uint32_t t, uint32_t k, double *ms, uin
 
 /* --workspace dynamic: each route op with algorithms chooses among them, a
  * share of each (the relaxation of one choice), summing to 1. */
-static void fm_choices(struct fm *F, struct lp *L, struct lp_row *R)
+static void bm_choices(struct bmodel *F, struct lp *L, struct lp_row *R)
 {
 	const struct mp_net *net = F->S->net;
 
@@ -276,7 +279,7 @@ static void fm_choices(struct fm *F, struct lp *L, struct lp_row *R)
 
 			if (!k)
 				F->acol[t] = c;
-			if (fm_choice(F, t, k, &ms, &ws) < 0)
+			if (bm_choice(F, t, k, &ms, &ws) < 0)
 				L->col_ub[c - 1] = 0;
 			else
 				L->obj[c - 1] = ms - F->op_ms[o];
@@ -288,7 +291,7 @@ static void fm_choices(struct fm *F, struct lp *L, struct lp_row *R)
 
 /* Route op t's choices, each's extra time (ms) or workspace (KiB) over the
  * least, into the row. */
-static void fm_choice_terms(const struct fm *F, struct lp_row *R, uint32_t t, bool ws_kib, double sign)
+static void bm_choice_terms(const struct bmodel *F, struct lp_row *R, uint32_t t, bool ws_kib, double sign)
 {
 	int32_t o = F->S->r->op[t];
 
@@ -298,7 +301,7 @@ static void fm_choice_terms(const struct fm *F, struct lp_row *R, uint32_t t, bo
 		double ms;
 		uint64_t ws;
 
-		if (fm_choice(F, t, k, &ms, &ws) < 0)
+		if (bm_choice(F, t, k, &ms, &ws) < 0)
 			continue;
 		lp_row_add(R, F->acol[t] + (int)k,
 			   sign * (ws_kib ? (double)(ws - F->op_ws[o]) / KIB : ms - F->op_ms[o]));
@@ -306,7 +309,7 @@ static void fm_choice_terms(const struct fm *F, struct lp_row *R, uint32_t t, bo
 }
 
 /* Touches, blocks and windows. */
-static void fm_build(struct fm *F, const struct pl_state *S)
+static void bm_build(struct bmodel *F, const struct pl_state *S)
 {
 	const struct mp_net *net = S->net;
 	uint32_t nt = net->n_tensors;
@@ -320,8 +323,8 @@ static void fm_build(struct fm *F, const struct pl_state *S)
 	F->op_ms = mp_xmalloc((net->n_ops + 1) * sizeof(*F->op_ms));
 	F->op_ws = mp_xmalloc((net->n_ops + 1) * sizeof(*F->op_ws));
 	for (uint32_t o = 0; o < net->n_ops; o++)
-		fm_op_cost(S, o, &F->op_ms[o], &F->op_ws[o]);
-	fm_touches(F, first, last);
+		bm_op_cost(S, o, &F->op_ms[o], &F->op_ws[o]);
+	bm_touches(F, first, last);
 	pl_blocks_build(S, F->op_ms, &F->bl);
 	F->brc = mp_xmalloc(F->bl.n + 1);
 	memset(F->brc, 1, F->bl.n + 1);
@@ -331,7 +334,7 @@ static void fm_build(struct fm *F, const struct pl_state *S)
 		if (!net->ops[F->bl.ops[j]].recomputable)
 			F->brc[F->bl.of_op[F->bl.ops[j]]] = 0;
 	for (uint32_t x = 0; x < nt; x++) {
-		struct fx *X = &F->x[x];
+		struct btensor *X = &F->x[x];
 		const struct mp_tensor *tx = &net->tensors[x];
 
 		X->blk = NONE;
@@ -364,7 +367,7 @@ static void fm_build(struct fm *F, const struct pl_state *S)
 			const struct mp_op *op = &net->ops[F->bl.ops[j]];
 
 			for (uint32_t k = 0; k < op->n_in; k++) {
-				struct fx *Z = &F->x[op->in[k]];
+				struct btensor *Z = &F->x[op->in[k]];
 
 				if (Z->in && !Z->cyclic && Z->blk != b && Z->hi < hi)
 					Z->hi = hi;
@@ -375,7 +378,7 @@ static void fm_build(struct fm *F, const struct pl_state *S)
 	free(last);
 }
 
-static void fm_free(struct fm *F)
+static void bm_free(struct bmodel *F)
 {
 	free(F->x);
 	free(F->ts);
@@ -402,13 +405,13 @@ static int cols(struct lp *L, uint32_t n, double ub, double obj)
 
 /* The columns, in the order e_ref and the others expect them; returns their
  * count (without making them when L is NULL). */
-static uint64_t fm_columns(struct fm *F, struct lp *L)
+static uint64_t bm_columns(struct bmodel *F, struct lp *L)
 {
 	const struct mp_net *net = F->S->net;
 	uint64_t n = 0;
 
 	for (uint32_t x = 0; x < net->n_tensors; x++) {
-		struct fx *X = &F->x[x];
+		struct btensor *X = &F->x[x];
 		uint32_t nm, nw;
 
 		if (!X->in)
@@ -447,9 +450,9 @@ static uint64_t fm_columns(struct fm *F, struct lp *L)
 
 /* Per tensor and window: what is held moves to the host and back, or
  * comes back by a re-run, or goes; a part is in one place. */
-static void fm_tensor_rows(struct fm *F, struct lp *L, struct lp_row *R, uint32_t x)
+static void bm_tensor_rows(struct bmodel *F, struct lp *L, struct lp_row *R, uint32_t x)
 {
-	const struct fx *X = &F->x[x];
+	const struct btensor *X = &F->x[x];
 	uint32_t last = X->cyclic ? F->M - 2 : X->hi - 1;
 
 	for (uint32_t w = X->lo; w <= last && (X->cyclic || X->hi > X->lo); w++) {
@@ -492,7 +495,7 @@ static void fm_tensor_rows(struct fm *F, struct lp *L, struct lp_row *R, uint32_
 }
 
 /* What each re-run reads. */
-static void fm_rerun_rows(struct fm *F, struct lp *L, struct lp_row *R)
+static void bm_rerun_rows(struct bmodel *F, struct lp *L, struct lp_row *R)
 {
 	const struct mp_net *net = F->S->net;
 
@@ -522,7 +525,7 @@ static void fm_rerun_rows(struct fm *F, struct lp *L, struct lp_row *R)
 
 /* Each window's length: a route op's own, a gap at least its re-runs; each
  * copy engine busy at most that long. */
-static void fm_window_rows(struct fm *F, struct lp *L, struct lp_row *R)
+static void bm_window_rows(struct bmodel *F, struct lp *L, struct lp_row *R)
 {
 	const struct mp_net *net = F->S->net;
 	const struct mp_route *r = F->S->r;
@@ -548,7 +551,7 @@ static void fm_window_rows(struct fm *F, struct lp *L, struct lp_row *R)
 			if (gap)
 				lp_row_add(R, F->wcol[w / 2], -1.0);
 			else
-				fm_choice_terms(F, R, (w - 1) / 2, false, -1.0);
+				bm_choice_terms(F, R, (w - 1) / 2, false, -1.0);
 			lp_row_emit(L, R, LP_LE, len);
 		}
 	}
@@ -556,7 +559,7 @@ static void fm_window_rows(struct fm *F, struct lp *L, struct lp_row *R)
 
 /* Memory at the start and the end of each route op.  Returns -1, or the
  * first route step whose op alone needs more than the budget. */
-static int fm_memory_rows(struct fm *F, struct lp *L, struct lp_row *R)
+static int bm_memory_rows(struct bmodel *F, struct lp *L, struct lp_row *R)
 {
 	const struct mp_net *net = F->S->net;
 	const struct mp_route *r = F->S->r;
@@ -575,7 +578,7 @@ static int fm_memory_rows(struct fm *F, struct lp *L, struct lp_row *R)
 			fixed += c * (double)net->tensors[x].bytes / KIB;
 			lp_row_add(R, e, (double)net->tensors[x].bytes / KIB);
 		}
-		fm_choice_terms(F, R, (m - 1) / 2, true, 1.0);
+		bm_choice_terms(F, R, (m - 1) / 2, true, 1.0);
 		if (fixed > budget) {
 			R->n = 0;
 			return (int)((m - 1) / 2);
@@ -587,18 +590,18 @@ static int fm_memory_rows(struct fm *F, struct lp *L, struct lp_row *R)
 
 uint64_t plan_bound_size(const struct pl_state *S)
 {
-	struct fm F;
+	struct bmodel F;
 	uint64_t n;
 
-	fm_build(&F, S);
-	n = fm_columns(&F, NULL);
-	fm_free(&F);
+	bm_build(&F, S);
+	n = bm_columns(&F, NULL);
+	bm_free(&F);
 	return n;
 }
 
 int plan_bound(const struct pl_state *S, double limit_s, struct pl_bound *out, struct mp_error *err)
 {
-	struct fm F;
+	struct bmodel F;
 	struct lp L = { 0 };
 	struct lp_row R = { 0 };
 	struct lp_solve_out so = { LP_SOLVE_NONE, 0, 0, 0 };
@@ -612,25 +615,25 @@ int plan_bound(const struct pl_state *S, double limit_s, struct pl_bound *out, s
 		mp_error_set(err, "a plan of several jobs has none (each job's compute is its own)");
 		return -1;
 	}
-	fm_build(&F, S);
-	if ((n = fm_columns(&F, NULL)) > BOUND_MAX_COLS) {
+	bm_build(&F, S);
+	if ((n = bm_columns(&F, NULL)) > BOUND_MAX_COLS) {
 		mp_error_set(err, "the net is too large for its program (%u ops: %llu variables, "
 			     "the limit is %u)", S->net->n_ops, (unsigned long long)n, BOUND_MAX_COLS);
-		fm_free(&F);
+		bm_free(&F);
 		return -1;
 	}
-	fm_columns(&F, &L);
-	fm_choices(&F, &L, &R);
-	if ((stuck = fm_memory_rows(&F, &L, &R)) >= 0) {
+	bm_columns(&F, &L);
+	bm_choices(&F, &L, &R);
+	if ((stuck = bm_memory_rows(&F, &L, &R)) >= 0) {
 		out->status = LP_SOLVE_INFEASIBLE;
 		out->stuck = stuck;
 		goto done;
 	}
 	for (uint32_t x = 0; x < S->net->n_tensors; x++)
 		if (F.x[x].in)
-			fm_tensor_rows(&F, &L, &R, x);
-	fm_rerun_rows(&F, &L, &R);
-	fm_window_rows(&F, &L, &R);
+			bm_tensor_rows(&F, &L, &R, x);
+	bm_rerun_rows(&F, &L, &R);
+	bm_window_rows(&F, &L, &R);
 	for (uint32_t t = 0; t < F.T; t++)
 		route_ms += F.op_ms[S->r->op[t]];
 	t0 = plan_now_s();
@@ -644,7 +647,7 @@ done:
 	out->rows = L.n_row;
 	lp_row_release(&R);
 	lp_free(&L);
-	fm_free(&F);
+	bm_free(&F);
 	return 0;
 }
 

@@ -119,6 +119,7 @@ void pl_init(struct pl_state *S, const struct mp_net *net, const struct mp_route
 	for (uint32_t t = 0; t < S->nt; t++)
 		S->swap_step[t] = UINT32_MAX;
 	S->host = mp_xcalloc(S->nt + 1, 1);
+	S->host_early = mp_xcalloc(S->nt + 1, 1);
 	S->in_floor = mp_xcalloc(S->nt + 1, sizeof(*S->in_floor));
 	S->out_wait = mp_xcalloc(S->nt + 1, sizeof(*S->out_wait));
 	S->drop = mp_xcalloc(S->nt + 1, 1);
@@ -139,6 +140,7 @@ void pl_release(struct pl_state *S)
 {
 	free(S->swap_step);
 	free(S->host);
+	free(S->host_early);
 	free(S->in_floor);
 	free(S->out_wait);
 	free(S->drop);
@@ -345,6 +347,11 @@ int pl_build(struct pl_state *S, struct mp_error *err)
 			if (first == UINT32_MAX)
 				continue;
 			mp_grow((void **)&sw, &cap_sw, n_sw + 2, sizeof(*sw));
+			if (S->host_early[t] && first > 0) {
+				/* resident as the iteration starts, out after its first entry */
+				sw[n_sw++] = (struct mp_swap){ (int32_t)t, 0, trigger(S, e, ce, (int32_t)t, 0, first), first, 0 };
+				continue;
+			}
 			sw[n_sw++] = (struct mp_swap){ (int32_t)t, MP_SWAP_NONE, trigger(S, e, ce, (int32_t)t, UINT32_MAX, first), first, 0 };
 			sw[n_sw++] = (struct mp_swap){ (int32_t)t, last, MP_SWAP_NONE, MP_SWAP_NONE, 0 };
 			continue;
@@ -523,6 +530,41 @@ uint32_t pl_wait_swapouts(struct pl_state *S)
 	}
 	free(out_end);
 	return n;
+}
+
+int pl_host_early(struct pl_state *S, struct mp_error *err)
+{
+	uint64_t budget = S->req->budget_bytes, over = pl_overflow(S, budget);
+	double *start = mp_xmalloc((S->r->n + 1) * sizeof(*start));
+	double ms = S->sim.time_ms;
+	int n = 0, rc = 0;
+
+	for (uint32_t t = 0; t < S->nt && rc >= 0; t++) {
+		uint64_t o;
+
+		if (!S->host[t] || S->host_early[t])
+			continue;
+		/* (its swap-ins placed on the timeline the state's were, so
+		 * only where t goes out differs) */
+		memcpy(start, S->placed_on, S->r->n * sizeof(*start));
+		memcpy(S->step_start, start, S->r->n * sizeof(*start));
+		S->host_early[t] = 1;
+		rc = pl_build(S, err);
+		o = rc == 0 ? pl_overflow(S, budget) : 0;
+		if (rc == 0 && (o < over || (o == over && S->sim.time_ms < ms - 1e-9))) {
+			over = o;
+			ms = S->sim.time_ms;
+			n++;
+			continue;
+		}
+		/* (put back, on the timeline it was built on: the same schedule) */
+		S->host_early[t] = 0;
+		memcpy(S->step_start, start, S->r->n * sizeof(*start));
+		if (rc >= 0)
+			rc = pl_build(S, err) < 0 ? -1 : 0;
+	}
+	free(start);
+	return rc < 0 ? -1 : n;
 }
 
 void pl_swap(struct pl_state *S, const struct pl_cand *c)

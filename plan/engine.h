@@ -30,6 +30,10 @@ struct pl_state {
 	uint32_t nt;
 	uint32_t *swap_step;  /* [nt] route step inside the swapped gap; UINT32_MAX: none */
 	uint8_t *host;        /* [nt] persistent tensor kept on the host between iterations */
+	uint8_t *host_early;  /* [nt] such a tensor swapped out as the iteration starts
+			       * and back before its first use, instead of in
+			       * before its first use and out after its last
+			       * (pl_host_early) */
 	uint32_t *out_wait;   /* [nt] route step before which compute waits for the
 			       * swap-out to end (0: none): memory freed in time at
 			       * a peak the copy would otherwise miss */
@@ -109,6 +113,12 @@ double pl_rebuild_ms(const struct pl_state *S, int32_t t);
 double pl_entry_start(const struct pl_state *S, uint32_t i);
 /* Swap t around the current peak (a gap or across iterations). */
 void pl_swap(struct pl_state *S, const struct pl_cand *c);
+/* Swap each tensor kept on the host between iterations out as the iteration
+ * starts (where its copy runs beside the forward) instead of after its last
+ * use (an optimizer step's: a copy nothing hides, that ends the iteration),
+ * where that is faster and fits no worse, one at a time, each judged by a
+ * build.  Returns how many moved, or -1 with *err; the state is left built. */
+int pl_host_early(struct pl_state *S, struct mp_error *err);
 /* Delay the swap-ins resident at the current peak that are not used there
  * until after it.  Returns how many were delayed (then rebuild). */
 uint32_t pl_delay_swapins(struct pl_state *S);

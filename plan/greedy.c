@@ -1284,5 +1284,7 @@ static int greedy_once(struct pl_state *S, struct mp_plan *p, uint32_t redo, uin
 
 int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 {
-	return both_ways(S, p, greedy_once, err);
+	if (both_ways(S, p, greedy_once, err) < 0)
+		return -1;
+	return pl_host_early(S, err) < 0 ? -1 : 0;
 }
