@@ -24,20 +24,16 @@ while IFS= read -r line; do
 		printf '    $ %s\n' "$cmd"
 		(cd "$work" && sh -c "$cmd" >/dev/null 2>&1)
 		;;
-	"@head "*)
-		rest=${line#@head }
+	"@head "*|"@tail "*)
+		end=${line%% *}
+		end=${end#@}
+		rest=${line#@* }
 		n=${rest%% *}
 		cmd=${rest#* }
 		printf '    $ %s\n' "$cmd"
-		(cd "$work" && sh -c "$cmd" 2>&1) | head -n "$n" | sed 's/^/    /; s/ *$//'
-		printf '    ...\n'
-		;;
-	"@tail "*)
-		rest=${line#@tail }
-		n=${rest%% *}
-		cmd=${rest#* }
-		printf '    $ %s\n    ...\n' "$cmd"
-		(cd "$work" && sh -c "$cmd" 2>&1) | tail -n "$n" | sed 's/^/    /; s/ *$//'
+		[ "$end" = tail ] && printf '    ...\n'
+		(cd "$work" && sh -c "$cmd" 2>&1) | "$end" -n "$n" | sed 's/^/    /; s/ *$//'
+		[ "$end" = head ] && printf '    ...\n'
 		;;
 	"@include "*)
 		f=${line#@include }
