@@ -539,7 +539,9 @@ int pl_host_early(struct pl_state *S, struct mp_error *err)
 	double ms = S->sim.time_ms;
 	int n = 0, rc = 0;
 
-	for (uint32_t t = 0; t < S->nt && rc >= 0; t++) {
+	/* (a plan that does not fit is the planners' to mend, planned lower
+	 * as its arena asks: not made to fit by this, which would stop that) */
+	for (uint32_t t = 0; t < S->nt && rc >= 0 && !over; t++) {
 		uint64_t o;
 
 		if (!S->host[t] || S->host_early[t])
@@ -551,8 +553,7 @@ int pl_host_early(struct pl_state *S, struct mp_error *err)
 		S->host_early[t] = 1;
 		rc = pl_build(S, err);
 		o = rc == 0 ? pl_overflow(S, budget) : 0;
-		if (rc == 0 && (o < over || (o == over && S->sim.time_ms < ms - 1e-9))) {
-			over = o;
+		if (rc == 0 && !o && S->sim.time_ms < ms - 1e-9) {
 			ms = S->sim.time_ms;
 			n++;
 			continue;

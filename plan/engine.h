@@ -116,8 +116,9 @@ void pl_swap(struct pl_state *S, const struct pl_cand *c);
 /* Swap each tensor kept on the host between iterations out as the iteration
  * starts (where its copy runs beside the forward) instead of after its last
  * use (an optimizer step's: a copy nothing hides, that ends the iteration),
- * where that is faster and fits no worse, one at a time, each judged by a
- * build.  Returns how many moved, or -1 with *err; the state is left built. */
+ * where that is faster and still fits (peak and arena), one at a time, each
+ * judged by a build; a state that does not fit is left as it is.  Returns
+ * how many moved, or -1 with *err; the state is left built. */
 int pl_host_early(struct pl_state *S, struct mp_error *err);
 /* Delay the swap-ins resident at the current peak that are not used there
  * until after it.  Returns how many were delayed (then rebuild). */
