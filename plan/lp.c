@@ -293,7 +293,8 @@ void lp_solve_isolated(const struct lp *L, const double *start, double limit_s, 
 		;
 	if (got == want) {
 		memcpy(o, buf, sizeof(*o));
-		memcpy(rval, buf + sizeof(*o), n_r);
+		if (n_r) /* (rval may be NULL then) */
+			memcpy(rval, buf + sizeof(*o), n_r);
 	}
 	free(buf);
 }

@@ -1,7 +1,7 @@
 /*
  * bound (plan/bound.c): the LP relaxation of every schedule that fits, swaps
  * included.  Hand-worked nets give its exact value; on the small examples
- * and seeded random nets, at every budget from the liveness peak down past
+ * and seeded random nets, at 7 budgets from the liveness peak down past
  * the layer-wise minimum, it is never above the simulated time of any
  * planner's schedule that fits (its peak within the budget: the bound does
  * not count the arena), says "none fits" only where none does, and is at
@@ -166,7 +166,7 @@ static void against_plans(struct fixture *f, const char *what)
 		route_ms += ms;
 	}
 	policy_layer_min(f->net, &f->route, &lmin);
-	for (int i = 0; i <= 12; i++) {
+	for (int i = 0; i <= 12; i += 2) {
 		uint64_t b = lmin.bytes + (live - lmin.bytes) * (uint64_t)(12 - i) / 12 - (i == 12 ? 1 : 0);
 		struct pl_bound fl;
 		double best = -1;
@@ -245,8 +245,8 @@ int main(void)
 	}
 	/* the default link, then one slow enough that copies cost as much as
 	 * the ops (the toy link of the swap examples: 10^4 B/ms, 0.1 ms) */
-	for (uint32_t i = 0; i < 96; i++) {
-		json_t *j = random_net(4 + rnd(6), i % 48 >= 24);
+	for (uint32_t i = 0; i < 64; i++) {
+		json_t *j = random_net(4 + rnd(6), i % 32 >= 16);
 		struct fixture f;
 		char what[32];
 
@@ -262,7 +262,7 @@ int main(void)
 			continue;
 		}
 		device_default(&f.req.device);
-		if (i >= 48) {
+		if (i >= 32) {
 			f.req.device.h2d_gbps = f.req.device.d2h_gbps = 0.01;
 			f.req.device.latency_us = 100;
 		}
@@ -278,6 +278,6 @@ int main(void)
 	       n_optimal, n_none, n_plans, n_tight, 100 * gap_sum / (n_best ? n_best : 1), 100 * gap_worst);
 	CHECK(n_optimal >= 300);
 	CHECK(n_plans >= 1000);
-	CHECK(n_dynamic >= 200);
+	CHECK(n_dynamic >= 100);
 	return unit_report("test_bound");
 }
