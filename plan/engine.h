@@ -34,6 +34,9 @@ struct pl_state {
 			       * and back before its first use, instead of in
 			       * before its first use and out after its last
 			       * (pl_host_early) */
+	const uint8_t *host_base; /* [nt] borrowed, may be NULL: tensors a planner's
+				   * fresh start keeps on the host between
+				   * iterations (greedy's second start) */
 	uint32_t *out_wait;   /* [nt] route step before which compute waits for the
 			       * swap-out to end (0: none): memory freed in time at
 			       * a peak the copy would otherwise miss */
@@ -116,8 +119,10 @@ void pl_swap(struct pl_state *S, const struct pl_cand *c);
 /* Swap each tensor kept on the host between iterations out as the iteration
  * starts (where its copy runs beside the forward) instead of after its last
  * use (an optimizer step's: a copy nothing hides, that ends the iteration),
- * where that is faster and still fits (peak and arena), one at a time, each
- * judged by a build; a state that does not fit is left as it is.  Returns
+ * where that is faster and still fits (peak and arena): all of them, judged
+ * by a build, and where that is not, each half in turn, to single tensors,
+ * within PL_EARLY_BUILDS builds; a state that does not fit is left as it is.
+ * Returns
  * how many moved, or -1 with *err; the state is left built. */
 int pl_host_early(struct pl_state *S, struct mp_error *err);
 /* Delay the swap-ins resident at the current peak that are not used there
