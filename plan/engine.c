@@ -533,7 +533,7 @@ uint32_t pl_wait_swapouts(struct pl_state *S)
 }
 
 /* Builds pl_host_early may spend: one per tensor would be a build of the
- * whole schedule per weight (ResNet-152's 466 momenta: 2.8 s). */
+ * whole schedule per weight (ResNet-152's 467 host tensors: 2.8 s). */
 #define PL_EARLY_BUILDS 64
 
 struct early {

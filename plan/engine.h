@@ -120,10 +120,10 @@ void pl_swap(struct pl_state *S, const struct pl_cand *c);
  * starts (where its copy runs beside the forward) instead of after its last
  * use (an optimizer step's: a copy nothing hides, that ends the iteration),
  * where that is faster and still fits (peak and arena): all of them, judged
- * by a build, and where that is not, each half in turn, to single tensors,
- * within PL_EARLY_BUILDS builds; a state that does not fit is left as it is.
- * Returns
- * how many moved, or -1 with *err; the state is left built. */
+ * by one build, and where that is not, one at a time (the largest first
+ * where there are more than PL_EARLY_BUILDS, the builds it may spend); a
+ * state that does not fit is left as it is.  Returns how many moved, or -1
+ * with *err; the state is left built. */
 int pl_host_early(struct pl_state *S, struct mp_error *err);
 /* Delay the swap-ins resident at the current peak that are not used there
  * until after it.  Returns how many were delayed (then rebuild). */
