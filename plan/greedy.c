@@ -1323,9 +1323,9 @@ static int greedy_start(struct pl_state *S, struct mp_plan *p, uint32_t limit, s
 
 /* Greedy also starts again with the optimizer state on the host between
  * iterations (copied in before the optimizer step, out after it or as the
- * next iteration starts) where the first start's peak misses, or (without
- * dynamic workspace) where it fits, peak and arena, and costs more than
- * copying that state both ways would, unhidden: the rounds find those swaps
+ * next iteration starts) where the first start misses (peak or arena), or,
+ * without dynamic workspace, where it fits and costs more than copying
+ * that state both ways would, unhidden: the rounds find those swaps
  * one peak at a time, after drops that can no longer be taken back
  * (ResNet-50 at 25% of liveness: 730 MiB, 30 over the budget, from the
  * first start; it fits at +42.9% from the second).  The start that misses
@@ -1355,14 +1355,12 @@ int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 			if (seed[t])
 				copy_ms += device_copy_ms(&S->req->device, S->net->tensors[t].bytes, true) +
 					   device_copy_ms(&S->req->device, S->net->tensors[t].bytes, false);
-	/* (a plan whose peak fits but whose arena does not is planned lower,
-	 * plan_within_arena, and with dynamic workspace one that fits is
-	 * planned lower too, plan_run's reserve tries: planned lower, the
-	 * faster algorithms get room a second start that fits at the budget
-	 * would not leave them; pt-unet at 50% of liveness, auto: +17.8% from
-	 * one start, +34.3% from two) */
-	if (!copy_ms || (over && S->sim.peak_bytes <= budget) ||
-	    (!over && (S->req->ws_mode == MP_WS_DYNAMIC || ms - free_ms <= copy_ms))) {
+	/* (with dynamic workspace, a plan that fits is also planned lower
+	 * for the faster algorithms, plan_run's reserve tries, which there
+	 * get room a second start fitting at the budget would not leave
+	 * them: pt-unet at 50% of liveness, auto, +17.8% from one start,
+	 * +34.3% from two) */
+	if (!copy_ms || (!over && (S->req->ws_mode == MP_WS_DYNAMIC || ms - free_ms <= copy_ms))) {
 		free(seed);
 		return 0;
 	}
