@@ -348,7 +348,8 @@ int pl_build(struct pl_state *S, struct mp_error *err)
 				continue;
 			mp_grow((void **)&sw, &cap_sw, n_sw + 2, sizeof(*sw));
 			if (S->host_early[t] && first > 0) {
-				/* resident as the iteration starts, out after its first entry */
+				/* resident as the iteration starts, out after the
+				 * iteration's first entry, in again before its first use */
 				sw[n_sw++] = (struct mp_swap){ (int32_t)t, 0, trigger(S, e, ce, (int32_t)t, 0, first), first, 0 };
 				continue;
 			}

@@ -147,7 +147,7 @@ static uint64_t drop_effect(struct pl_state *S, uint8_t *at_peak, int32_t t, boo
 
 /* The edits a planner makes, saved to be put back. */
 struct gr_saved {
-	uint8_t *drop, *keep, *host;
+	uint8_t *drop, *keep, *host, *early;
 	uint32_t *swap, *floor, *wait, *keep_from;
 	double *start;        /* the timeline just-in-time swap-ins were placed on */
 };
@@ -517,6 +517,7 @@ static void saved_init(struct gr_saved *v, size_t n, size_t steps)
 	v->drop = mp_xmalloc(n);
 	v->keep = mp_xmalloc(n);
 	v->host = mp_xmalloc(n);
+	v->early = mp_xmalloc(n);
 	v->swap = mp_xmalloc(n * sizeof(*v->swap));
 	v->floor = mp_xmalloc(n * sizeof(*v->floor));
 	v->wait = mp_xmalloc(n * sizeof(*v->wait));
@@ -528,6 +529,7 @@ static void saved_release(struct gr_saved *v)
 	free(v->drop);
 	free(v->keep);
 	free(v->host);
+	free(v->early);
 	free(v->swap);
 	free(v->floor);
 	free(v->wait);
@@ -545,6 +547,7 @@ static void snapshot_edits(struct pl_state *S, struct gr_saved *v, bool restore)
 	GR_COPY(S->drop, v->drop, n);
 	GR_COPY(S->keep, v->keep, n);
 	GR_COPY(S->host, v->host, n);
+	GR_COPY(S->host_early, v->early, n);
 	GR_COPY(S->swap_step, v->swap, n * sizeof(*S->swap_step));
 	GR_COPY(S->in_floor, v->floor, n * sizeof(*S->in_floor));
 	GR_COPY(S->out_wait, v->wait, n * sizeof(*S->out_wait));
@@ -992,6 +995,7 @@ static void reset(struct pl_state *S)
 		memcpy(S->host, S->host_base, S->nt);
 	else
 		memset(S->host, 0, S->nt);
+	memset(S->host_early, 0, S->nt);
 	memset(S->in_floor, 0, S->nt * sizeof(*S->in_floor));
 	memset(S->out_wait, 0, S->nt * sizeof(*S->out_wait));
 	for (uint32_t t = 0; t < S->nt; t++)
@@ -1095,12 +1099,47 @@ enum { GR_P0 = 1, GR_P1 = 2, GR_P2 = 4, GR_P3 = 8 };
 typedef int (*gr_plan_fn)(struct pl_state *S, struct mp_plan *p, uint32_t redo, uint32_t limit, uint32_t *unkept,
 			  struct gr_saved *zero, struct mp_error *err);
 
+/* A plan set aside while greedy plans another way: its edits, its online
+ * sequence (S->seq, moved) and its note. */
+struct gr_aside {
+	struct gr_saved v;
+	struct mp_entry *seq;
+	uint32_t n_seq;
+	char note[sizeof(((struct mp_plan *)0)->note)];
+};
+
+static void aside_take(struct pl_state *S, const struct mp_plan *p, struct gr_aside *A)
+{
+	saved_init(&A->v, S->nt + 1, S->r->n);
+	snapshot(S, &A->v, false);
+	A->seq = S->seq;
+	A->n_seq = S->n_seq;
+	S->seq = NULL;
+	memcpy(A->note, p->note, sizeof(A->note));
+}
+
+/* The plan set aside replaces S's, built again (put_back's answer). */
+static int aside_put_back(struct pl_state *S, struct mp_plan *p, struct gr_aside *A, struct mp_error *err)
+{
+	free(S->seq);
+	S->seq = A->seq;
+	S->n_seq = A->n_seq;
+	A->seq = NULL;
+	memcpy(p->note, A->note, sizeof(A->note));
+	return put_back(S, p, &A->v, err);
+}
+
+static void aside_release(struct gr_aside *A)
+{
+	free(A->seq);
+	saved_release(&A->v);
+}
+
 static int both_ways(struct pl_state *S, struct mp_plan *p, gr_plan_fn fn, uint32_t limit0, struct mp_error *err)
 {
-	struct gr_saved one, zero;
-	struct mp_entry *seq;
-	char note[sizeof(p->note)];
-	uint32_t it0 = p->iterations, limit, n_seq, unkept = 0;
+	struct gr_saved zero;
+	struct gr_aside one;
+	uint32_t it0 = p->iterations, limit, unkept = 0;
 	double ms, ms_p, now, now_p;
 	int rc;
 
@@ -1111,12 +1150,7 @@ static int both_ways(struct pl_state *S, struct mp_plan *p, gr_plan_fn fn, uint3
 		return rc;
 	}
 	limit = p->iterations + GR_LATE_WORK * (p->iterations - it0);
-	saved_init(&one, S->nt + 1, S->r->n);
-	snapshot(S, &one, false);
-	seq = S->seq;
-	n_seq = S->n_seq;
-	S->seq = NULL;
-	memcpy(note, p->note, sizeof(note));
+	aside_take(S, p, &one);
 	/* (p->weigh_split stays set where either plan's weighings split:
 	 * plan_run then plans again weighing the other way, which may find
 	 * the better plan, VGG-16 at 70% of liveness, auto: +4.1%, and +6.2%
@@ -1124,16 +1158,9 @@ static int both_ways(struct pl_state *S, struct mp_plan *p, gr_plan_fn fn, uint3
 	reset(S);
 	if ((rc = fn(S, p, unkept, limit < PL_MAX_ROUNDS ? limit : 0, &unkept, &zero, err)) == 0 &&
 	    (rc = final_ms(S, &now, &now_p, err)) == 0 &&
-	    (pl_overflow(S, S->req->budget_bytes) > 0 || (S->req->swaps_unpacked ? ms <= now : ms_p <= now_p))) {
-		free(S->seq);
-		S->seq = seq;
-		S->n_seq = n_seq;
-		seq = NULL;
-		memcpy(p->note, note, sizeof(note));
-		rc = put_back(S, p, &one, err);
-	}
-	free(seq);
-	saved_release(&one);
+	    (pl_overflow(S, S->req->budget_bytes) > 0 || (S->req->swaps_unpacked ? ms <= now : ms_p <= now_p)))
+		rc = aside_put_back(S, p, &one, err);
+	aside_release(&one);
 	saved_release(&zero);
 	return rc;
 }
@@ -1334,11 +1361,9 @@ int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 {
 	uint64_t budget = S->req->budget_bytes, over;
 	double free_ms, copy_ms = 0, ms;
-	struct gr_saved one;
-	struct mp_entry *seq;
-	uint8_t *seed, *early;
-	char note[sizeof(p->note)];
-	uint32_t n_seq, it0, limit;
+	struct gr_aside one;
+	uint8_t *seed;
+	uint32_t it0, limit;
 	int rc;
 
 	if (pl_build(S, err) < 0)
@@ -1349,53 +1374,39 @@ int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 		return -1;
 	over = pl_overflow(S, budget);
 	ms = S->sim.time_ms;
+	/* (with dynamic workspace, a plan that fits is also planned lower
+	 * for the faster algorithms, plan_run's reserve tries, which there
+	 * get room a second start fitting at the budget would not leave
+	 * them: pt-unet at 50% of liveness, auto, +17.8% from one start,
+	 * +34.3% from two) */
+	if (!over && S->req->ws_mode == MP_WS_DYNAMIC)
+		return 0;
 	seed = mp_xcalloc(S->nt + 1, 1);
 	if (opt_state(S, seed))
 		for (uint32_t t = 0; t < S->nt; t++)
 			if (seed[t])
 				copy_ms += device_copy_ms(&S->req->device, S->net->tensors[t].bytes, true) +
 					   device_copy_ms(&S->req->device, S->net->tensors[t].bytes, false);
-	/* (with dynamic workspace, a plan that fits is also planned lower
-	 * for the faster algorithms, plan_run's reserve tries, which there
-	 * get room a second start fitting at the budget would not leave
-	 * them: pt-unet at 50% of liveness, auto, +17.8% from one start,
-	 * +34.3% from two) */
-	if (!copy_ms || (!over && (S->req->ws_mode == MP_WS_DYNAMIC || ms - free_ms <= copy_ms))) {
+	if (!copy_ms || (!over && ms - free_ms <= copy_ms)) {
 		free(seed);
 		return 0;
 	}
-	saved_init(&one, S->nt + 1, S->r->n);
-	snapshot(S, &one, false);
-	early = mp_xmalloc(S->nt + 1);
-	memcpy(early, S->host_early, S->nt);
-	seq = S->seq;
-	n_seq = S->n_seq;
-	S->seq = NULL;
-	memcpy(note, p->note, sizeof(note));
+	aside_take(S, p, &one);
 	S->host_base = seed;
 	reset(S);
-	memset(S->host_early, 0, S->nt);
 	/* (where the first start fits, the second's rounds as many as its, as
 	 * both_ways' second plan; where it misses, as many as it takes) */
 	limit = over ? 0 : p->iterations + GR_LATE_WORK * (p->iterations - it0);
 	rc = greedy_start(S, p, limit < PL_MAX_ROUNDS ? limit : 0, err);
 	S->host_base = NULL;
 	if (rc == 0 && (over ? pl_overflow(S, budget) >= over : (pl_overflow(S, budget) > 0 || S->sim.time_ms >= ms))) {
-		free(S->seq);
-		S->seq = seq;
-		S->n_seq = n_seq;
-		seq = NULL;
-		memcpy(S->host_early, early, S->nt);
-		memcpy(p->note, note, sizeof(note));
-		rc = put_back(S, p, &one, err);
+		rc = aside_put_back(S, p, &one, err);
 	} else if (rc == 0) {
 		size_t l = strlen(p->note);
 
 		snprintf(p->note + l, sizeof(p->note) - l, "; optimizer state on the host from the start");
 	}
-	free(seq);
-	free(early);
+	aside_release(&one);
 	free(seed);
-	saved_release(&one);
 	return rc;
 }
