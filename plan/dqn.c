@@ -661,7 +661,7 @@ static int apply(struct dq_env *E, const struct dq_episode *ep, struct mp_error 
 	struct pl_state *S = E->S;
 
 	for (uint32_t t = 0; t < S->nt; t++) {
-		S->swap_step[t] = UINT32_MAX;
+		pl_gap_remove(S, (int32_t)t, UINT32_MAX);
 		S->drop[t] = S->keep[t] = S->host[t] = 0;
 		S->in_floor[t] = S->out_wait[t] = 0;
 	}
@@ -669,7 +669,7 @@ static int apply(struct dq_env *E, const struct dq_episode *ep, struct mp_error 
 		const struct dq_node *d = &E->nodes[ep->st[k].node];
 
 		if (ep->st[k].a == DQN_OFFLOAD)
-			S->swap_step[d->t] = d->lf + 1;
+			pl_gap_add(S, d->t, d->lf + 1);
 		else if (ep->st[k].a == DQN_REMOVE)
 			S->drop[d->t] = S->keep[d->t] = 1;
 	}

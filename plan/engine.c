@@ -1,7 +1,7 @@
 /*
  * The planners' shared state and its translation into a schedule: recompute
- * entries from the dropped set (policy_recompute_seq), swaps placed in the gap
- * that holds the chosen step with the planner's trigger rule, algorithms and
+ * entries from the dropped set (policy_recompute_seq), swaps placed in each gap
+ * that holds a chosen step with the planner's trigger rule, algorithms and
  * micro-batches per op, then the shared emitter and the one simulator.
  * O(entries + tensor uses) per build.
  */
@@ -115,9 +115,8 @@ void pl_init(struct pl_state *S, const struct mp_net *net, const struct mp_route
 	S->r = r;
 	S->req = req;
 	S->nt = net->n_tensors;
-	S->swap_step = mp_xmalloc((S->nt + 1) * sizeof(*S->swap_step));
-	for (uint32_t t = 0; t < S->nt; t++)
-		S->swap_step[t] = UINT32_MAX;
+	S->swap_step = mp_xmalloc(((size_t)S->nt * PL_GAPS + 1) * sizeof(*S->swap_step));
+	memset(S->swap_step, 0xff, (size_t)S->nt * PL_GAPS * sizeof(*S->swap_step));
 	S->host = mp_xcalloc(S->nt + 1, 1);
 	S->host_early = mp_xcalloc(S->nt + 1, 1);
 	S->in_floor = mp_xcalloc(S->nt + 1, sizeof(*S->in_floor));
@@ -158,6 +157,7 @@ void pl_release(struct pl_state *S)
 	free(S->fw_start);
 	free(S->fw_list);
 	free(S->entry_step);
+	free(S->step_entry);
 	free(S->entries);
 	free(S->touch_start);
 	free(S->touch_list);
@@ -254,13 +254,14 @@ static uint32_t trigger_rule(const struct pl_state *S, const struct mp_entry *e,
 			     uint32_t a, uint32_t u);
 
 /* Entry at which to issue the swap-in of t for its use at entry u, after a:
- * the planner's rule, no earlier than t's floor, no later than u. */
+ * the planner's rule, no earlier than t's floor (floor: whether it applies
+ * to this gap), no later than u. */
 static uint32_t trigger(const struct pl_state *S, const struct mp_entry *e, const uint32_t *ce,
-			int32_t t, uint32_t a, uint32_t u)
+			int32_t t, uint32_t a, uint32_t u, bool floor)
 {
 	uint32_t j = trigger_rule(S, e, t, a, u);
 
-	if (S->in_floor[t] && S->in_floor[t] < S->r->n && ce[S->in_floor[t]] > j)
+	if (floor && S->in_floor[t] && S->in_floor[t] < S->r->n && ce[S->in_floor[t]] > j)
 		j = ce[S->in_floor[t]];
 	return j < u ? j : u;
 }
@@ -295,6 +296,76 @@ static uint32_t trigger_rule(const struct pl_state *S, const struct mp_entry *e,
 	}
 }
 
+/* A gap a swap of t spans: out after entry a (UINT32_MAX: it starts the
+ * iteration on the host), in for the use at entry u. */
+struct gap {
+	uint32_t a, u;
+	bool host;  /* kept on the host between iterations: this is its way in */
+};
+
+static int by_gap_start(const void *x, const void *y)
+{
+	uint32_t a = ((const struct gap *)x)->a + 1, b = ((const struct gap *)y)->a + 1; /* UINT32_MAX first */
+
+	return a < b ? -1 : a > b;
+}
+
+/* Append t's swaps to sw: across iterations where it is kept on the host,
+ * and in each gap its steps lie in.  Its swap-in floor delays the swap-in
+ * of the last gap that starts before it; its swap-out wait, the gap that
+ * holds it. */
+static void tensor_swaps(const struct pl_state *S, const struct touches *T, const struct mp_entry *e,
+			 const uint32_t *ce, int32_t t, struct mp_swap **sw, uint32_t *n_sw, uint32_t *cap_sw)
+{
+	const uint32_t *gs = S->swap_step + (size_t)t * PL_GAPS;
+	uint32_t n = 0, last = UINT32_MAX, f = UINT32_MAX, w = 0;
+	struct gap g[PL_GAPS + 1];
+	bool touched;
+
+	if (S->host[t]) {
+		uint32_t first = T->start[t] < T->start[t + 1] ? T->list[T->start[t]] : UINT32_MAX;
+
+		if (first == UINT32_MAX)
+			return;
+		last = T->list[T->start[t + 1] - 1];
+		/* host_early: resident as the iteration starts, out after the
+		 * iteration's first entry, in again before its first use */
+		g[n++] = (struct gap){ S->host_early[t] && first > 0 ? 0 : UINT32_MAX, first, true };
+		if (g[0].a == 0)
+			last = UINT32_MAX;
+	}
+	for (uint32_t k = 0; k < PL_GAPS && gs[k] != UINT32_MAX; k++) {
+		uint32_t a, u, q = 0;
+
+		around(T, t, ce[gs[k]], &a, &u, &touched);
+		if (touched || a == UINT32_MAX || u == UINT32_MAX)
+			continue; /* the gap no longer holds that step: nothing to swap */
+		while (q < n && g[q].a != a)
+			q++;
+		if (q == n) /* (two steps now in one gap: one swap) */
+			g[n++] = (struct gap){ a, u, false };
+	}
+	if (!n)
+		return;
+	qsort(g, n, sizeof(*g), by_gap_start);
+	if (S->in_floor[t] && S->in_floor[t] < S->r->n)
+		f = ce[S->in_floor[t]];
+	/* a wait for the swap-out, where the planner asked, between the last
+	 * use and the next */
+	if (S->out_wait[t] && S->out_wait[t] < S->r->n)
+		w = ce[S->out_wait[t]];
+	mp_grow((void **)sw, cap_sw, *n_sw + n + 1, sizeof(**sw));
+	for (uint32_t k = 0; k < n; k++) {
+		bool floor = f != UINT32_MAX && (k + 1 == n || g[k + 1].a >= f);
+		uint32_t a = g[k].a == UINT32_MAX ? MP_SWAP_NONE : g[k].a, u = g[k].u;
+
+		(*sw)[(*n_sw)++] = (struct mp_swap){ t, a, trigger(S, e, ce, t, g[k].a, u, floor), u,
+						     !g[k].host && w > a && w <= u ? w : 0 };
+	}
+	if (last != UINT32_MAX) /* back to the host after its last use */
+		(*sw)[(*n_sw)++] = (struct mp_swap){ t, last, MP_SWAP_NONE, MP_SWAP_NONE, 0 };
+}
+
 int pl_build(struct pl_state *S, struct mp_error *err)
 {
 	const struct mp_net *net = S->net;
@@ -325,7 +396,8 @@ int pl_build(struct pl_state *S, struct mp_error *err)
 		e[i].algo = S->algo[e[i].op];
 	free(S->entry_step);
 	S->entry_step = mp_xmalloc((n_e + 1) * sizeof(*S->entry_step));
-	ce = mp_xmalloc((r->n + 1) * sizeof(*ce));
+	free(S->step_entry);
+	ce = S->step_entry = mp_xmalloc((r->n + 1) * sizeof(*ce));
 	for (uint32_t i = n_e, next = r->n ? r->n - 1 : 0; i-- > 0;) {
 		if (!e[i].recompute) {
 			next = r->pos[e[i].op];
@@ -336,43 +408,8 @@ int pl_build(struct pl_state *S, struct mp_error *err)
 	S->n_entries = n_e;
 	memcpy(S->placed_on, S->step_start, r->n * sizeof(*S->placed_on));
 	touches_build(net, e, n_e, &T);
-	for (uint32_t t = 0; t < S->nt; t++) {
-		uint32_t a, u, g;
-		bool touched;
-
-		if (S->host[t]) {
-			uint32_t first = T.start[t] < T.start[t + 1] ? T.list[T.start[t]] : UINT32_MAX;
-			uint32_t last = T.start[t] < T.start[t + 1] ? T.list[T.start[t + 1] - 1] : UINT32_MAX;
-
-			if (first == UINT32_MAX)
-				continue;
-			mp_grow((void **)&sw, &cap_sw, n_sw + 2, sizeof(*sw));
-			if (S->host_early[t] && first > 0) {
-				/* resident as the iteration starts, out after the
-				 * iteration's first entry, in again before its first use */
-				sw[n_sw++] = (struct mp_swap){ (int32_t)t, 0, trigger(S, e, ce, (int32_t)t, 0, first), first, 0 };
-				continue;
-			}
-			sw[n_sw++] = (struct mp_swap){ (int32_t)t, MP_SWAP_NONE, trigger(S, e, ce, (int32_t)t, UINT32_MAX, first), first, 0 };
-			sw[n_sw++] = (struct mp_swap){ (int32_t)t, last, MP_SWAP_NONE, MP_SWAP_NONE, 0 };
-			continue;
-		}
-		if (S->swap_step[t] == UINT32_MAX)
-			continue;
-		g = ce[S->swap_step[t]];
-		around(&T, (int32_t)t, g, &a, &u, &touched);
-		if (touched || a == UINT32_MAX || u == UINT32_MAX)
-			continue; /* the gap no longer holds that step: nothing to swap */
-		mp_grow((void **)&sw, &cap_sw, n_sw + 1, sizeof(*sw));
-		{
-			/* a wait for the swap-out, where the planner asked, between
-			 * the last use and the next */
-			uint32_t w = S->out_wait[t] && S->out_wait[t] < r->n ? ce[S->out_wait[t]] : 0;
-
-			sw[n_sw++] = (struct mp_swap){ (int32_t)t, a, trigger(S, e, ce, (int32_t)t, a, u), u,
-						       w > a && w <= u ? w : 0 };
-		}
-	}
+	for (uint32_t t = 0; t < S->nt; t++)
+		tensor_swaps(S, &T, e, ce, (int32_t)t, &sw, &n_sw, &cap_sw);
 	sched_release(&S->sched);
 	sched_init(&S->sched);
 	sched_emit(net, e, n_e, sw, n_sw, &S->sched);
@@ -405,7 +442,6 @@ int pl_build(struct pl_state *S, struct mp_error *err)
 	free(sw);
 	sim_release(&S->sim);
 	if (sim_run(net, &S->req->device, &S->sched, &S->sim, err) < 0) {
-		free(ce);
 		mp_error_prefix(err, "internal error: planned schedule: ");
 		return -1;
 	}
@@ -413,12 +449,47 @@ int pl_build(struct pl_state *S, struct mp_error *err)
 		if (S->sched.a[i].kind == MP_ACT_COMPUTE)
 			S->step_start[k++] = S->sched.a[i].start_ms;
 	S->peak_entry = ce[S->sim.peak_step];
-	free(ce);
 	return 0;
 }
 
-uint32_t pl_peak_candidates(const struct pl_state *S, bool with_rebuilt, struct pl_cand **out)
+/* Is t swapped in the gap whose last use before it is entry a (resident
+ * there all the same: its copies in flight)? */
+static bool gap_taken(const struct pl_state *S, const struct touches *T, int32_t t, uint32_t a)
 {
+	const uint32_t *gs = S->swap_step + (size_t)t * PL_GAPS;
+
+	for (uint32_t k = 0; k < PL_GAPS && gs[k] != UINT32_MAX; k++) {
+		uint32_t a2, u2;
+		bool touched;
+
+		around(T, t, S->step_entry[gs[k]], &a2, &u2, &touched);
+		if (!touched && a2 == a)
+			return true;
+	}
+	return false;
+}
+
+void pl_gap_remove(struct pl_state *S, int32_t t, uint32_t step)
+{
+	uint32_t *g = S->swap_step + (size_t)t * PL_GAPS, n = 0;
+	bool gone = false;
+
+	for (uint32_t k = 0; k < PL_GAPS; k++) {
+		if (g[k] == UINT32_MAX || step == UINT32_MAX)
+			continue;
+		if (g[k] == step && !gone) {
+			gone = true;
+			continue;
+		}
+		g[n++] = g[k];
+	}
+	while (n < PL_GAPS)
+		g[n++] = UINT32_MAX;
+}
+
+uint32_t pl_peak_candidates(const struct pl_state *S, unsigned flags, struct pl_cand **out)
+{
+	bool with_rebuilt = flags & PL_CAND_REBUILT, gaps = flags & PL_CAND_GAPS;
 	const struct mp_net *net = S->net;
 	const struct mp_entry *e = S->entries;
 	const struct touches T = { S->touch_start, S->touch_list };
@@ -444,14 +515,21 @@ uint32_t pl_peak_candidates(const struct pl_state *S, bool with_rebuilt, struct 
 
 		bool rebuilt = S->drop[t] && S->keep[t] && with_rebuilt && net->ops[e[P].op].phase != MP_PHASE_FWD;
 
-		if (x->kind == MP_TK_WORKSPACE || S->swap_step[t] != UINT32_MAX || S->host[t] ||
-		    (S->drop[t] && !rebuilt) || x->bytes == 0)
+		bool swapped = pl_swapped(S, t) || S->host[t];
+
+		if (x->kind == MP_TK_WORKSPACE || (swapped && (!gaps || rebuilt)) || (S->drop[t] && !rebuilt) ||
+		    x->bytes == 0)
 			continue;
 		around(&T, t, P, &a, &u, &touched);
 		/* also not touched by recomputes feeding the peak's op (a
 		 * rebuilt tensor that only they read is: dropped again after
 		 * them, it would not be held there) */
 		if (touched || (fed[t] && !rebuilt))
+			continue;
+		/* swapped elsewhere: only in another gap between two uses,
+		 * while a slot is free */
+		if (swapped && (a == UINT32_MAX || u == UINT32_MAX ||
+				S->swap_step[(size_t)t * PL_GAPS + PL_GAPS - 1] != UINT32_MAX || gap_taken(S, &T, t, a)))
 			continue;
 		if (a != UINT32_MAX && u != UINT32_MAX) {
 			double end_a = S->step_start[S->entry_step[a]] + net->ops[e[a].op].ms;
@@ -524,7 +602,7 @@ uint32_t pl_wait_swapouts(struct pl_state *S)
 	for (uint32_t q = 0; q < S->sim.n_peak_tensors && P > 0; q++) {
 		int32_t t = S->sim.peak_tensors[q];
 
-		if (out_end[t] > t_peak && S->swap_step[t] != UINT32_MAX && S->out_wait[t] != P) {
+		if (out_end[t] > t_peak && pl_swapped(S, t) && S->out_wait[t] != P) {
 			S->out_wait[t] = P;
 			n++;
 		}
@@ -574,7 +652,7 @@ static int early_try(struct pl_state *S, struct early *E, const uint32_t *list, 
 	return rc < 0 || pl_build(S, err) < 0 ? -1 : 0;
 }
 
-static int by_bytes_desc(const void *a, const void *b, void *net)
+int pl_by_bytes_desc(const void *a, const void *b, void *net)
 {
 	uint64_t x = ((const struct mp_net *)net)->tensors[*(const uint32_t *)a].bytes;
 	uint64_t y = ((const struct mp_net *)net)->tensors[*(const uint32_t *)b].bytes;
@@ -604,7 +682,7 @@ int pl_host_early(struct pl_state *S, struct mp_error *err)
 	rc = n ? early_try(S, &E, list, n, err) : 1;
 	if (rc == 0 && n > 1) {
 		if (n > PL_EARLY_BUILDS)
-			qsort_r(list, n, sizeof(*list), by_bytes_desc, (void *)S->net);
+			qsort_r(list, n, sizeof(*list), pl_by_bytes_desc, (void *)S->net);
 		for (uint32_t k = 0; k < n && rc >= 0 && E.builds < PL_EARLY_BUILDS; k++)
 			rc = early_try(S, &E, list + k, 1, err);
 	}
@@ -618,7 +696,7 @@ void pl_swap(struct pl_state *S, const struct pl_cand *c)
 	if (c->cross)
 		S->host[c->t] = 1;
 	else
-		S->swap_step[c->t] = S->sim.peak_step;
+		pl_gap_add(S, c->t, S->sim.peak_step);
 }
 
 int pl_fits_as_is(struct pl_state *S, struct mp_plan *p, struct mp_error *err)

@@ -1,7 +1,8 @@
 /*
  * engine (internal to plan/): the state every planner edits and the one way
- * it becomes a schedule.  A state says which tensors are swapped (in the gap
- * between two uses that contains a chosen step, or across iterations), which
+ * it becomes a schedule.  A state says which tensors are swapped (in each gap
+ * between two uses that contains a chosen step, up to PL_GAPS of them, and
+ * across iterations), which
  * are dropped and recomputed (kept once rebuilt or not), how swap-ins are
  * triggered, and which algorithm each op runs.  pl_build emits the schedule
  * with the shared emitter and simulates it.
@@ -23,12 +24,21 @@ enum pl_prefetch {
  * not pack runs the arena's local search). */
 #define PL_ARENA_MEMO 32
 
+/* Gaps a tensor may be swapped in, each between two of its uses (a weight:
+ * forward to backward and backward to its update; a skip connection's
+ * output: to the decoder's forward and on to its own backward). */
+#define PL_GAPS 4
+
 struct pl_state {
 	const struct mp_net *net;
 	const struct mp_route *r;
 	const struct mp_plan_req *req;
 	uint32_t nt;
-	uint32_t *swap_step;  /* [nt] route step inside the swapped gap; UINT32_MAX: none */
+	uint32_t *swap_step;  /* [nt * PL_GAPS] route steps, each inside a gap
+			       * between two uses in which the tensor is
+			       * swapped, filled from the first of its
+			       * PL_GAPS slots; UINT32_MAX: an empty slot
+			       * (pl_gap_add, pl_swapped) */
 	uint8_t *host;        /* [nt] persistent tensor kept on the host between iterations */
 	uint8_t *host_early;  /* [nt] such a tensor swapped out as the iteration starts
 			       * and back before its first use, instead of in
@@ -69,10 +79,13 @@ struct pl_state {
 	struct mp_schedule sched;
 	struct mp_sim sim;
 	uint32_t *entry_step; /* [n_entries] route step of each entry (recomputes: the next step) */
+	uint32_t *step_entry; /* [route n] the entry of each route step */
 	uint32_t n_entries;
 	uint32_t peak_entry;  /* entry whose step holds the peak */
 	struct mp_entry *entries;  /* [n_entries] the last build's sequence */
 	uint32_t *touch_start, *touch_list; /* its touches per tensor (CSR) */
+	bool many_gaps;       /* greedy may swap a tensor in several gaps, or one
+			       * kept on the host in a gap too (its last start) */
 	bool peak_only;       /* fitting means the simulated peak alone: no arena
 			       * is asked (test_optimal compares the heuristics
 			       * with an optimum counted that way) */
@@ -94,6 +107,30 @@ void pl_release(struct pl_state *S);
  * with *err (an internal error). */
 int pl_build(struct pl_state *S, struct mp_error *err);
 
+/* Is t swapped in some gap? */
+static inline bool pl_swapped(const struct pl_state *S, int32_t t)
+{
+	return S->swap_step[(size_t)t * PL_GAPS] != UINT32_MAX;
+}
+
+/* Swap t also in the gap that holds route step `step`.  False when its
+ * PL_GAPS slots are taken. */
+static inline bool pl_gap_add(struct pl_state *S, int32_t t, uint32_t step)
+{
+	uint32_t *g = S->swap_step + (size_t)t * PL_GAPS;
+
+	for (uint32_t k = 0; k < PL_GAPS; k++)
+		if (g[k] == UINT32_MAX) {
+			g[k] = step;
+			return true;
+		}
+	return false;
+}
+
+/* No longer swap t in the gap named by `step` (added as such), or, with
+ * UINT32_MAX, in any gap. */
+void pl_gap_remove(struct pl_state *S, int32_t t, uint32_t step);
+
 /* A tensor resident at the peak that a swap could remove there. */
 struct pl_cand {
 	int32_t t;
@@ -106,10 +143,13 @@ struct pl_cand {
 			       * reader after it */
 };
 /* Candidates at the current peak: resident, not touched by the peak's op,
- * not yet swapped or dropped (with_rebuilt: dropped ones that a rebuild
- * keeps resident there are candidates too).  Returns the count; *out
- * malloc'd. */
-uint32_t pl_peak_candidates(const struct pl_state *S, bool with_rebuilt, struct pl_cand **out);
+ * not yet swapped or dropped.  PL_CAND_REBUILT: dropped ones that a rebuild
+ * keeps resident there are candidates too; PL_CAND_GAPS: so are tensors
+ * swapped in other gaps, or kept on the host between iterations, where the
+ * peak lies in a gap between two of their uses that they are not swapped
+ * in.  Returns the count; *out malloc'd. */
+enum { PL_CAND_REBUILT = 1, PL_CAND_GAPS = 2 };
+uint32_t pl_peak_candidates(const struct pl_state *S, unsigned flags, struct pl_cand **out);
 /* Milliseconds to re-run every forward writer of t once. */
 double pl_rebuild_ms(const struct pl_state *S, int32_t t);
 /* Start of entry i's compute in the last build (recomputes: the next step's). */
@@ -125,6 +165,9 @@ void pl_swap(struct pl_state *S, const struct pl_cand *c);
  * state that does not fit is left as it is.  Returns how many moved, or -1
  * with *err; the state is left built. */
 int pl_host_early(struct pl_state *S, struct mp_error *err);
+/* qsort_r order of tensor indices (uint32_t), the largest first, then by
+ * index; arg: the net. */
+int pl_by_bytes_desc(const void *a, const void *b, void *net);
 /* Delay the swap-ins resident at the current peak that are not used there
  * until after it.  Returns how many were delayed (then rebuild). */
 uint32_t pl_delay_swapins(struct pl_state *S);

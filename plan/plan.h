@@ -63,6 +63,10 @@ struct mp_plan_req {
 	double ws_reserve;              /* dynamic workspace: plan for the budget less this
 					 * share of it, left to the faster algorithms (set
 					 * by plan_run's tries for greedy; 0: none) */
+	bool have_fit;                  /* plan_run holds a plan that fits the budget and
+					 * plans again only to find a faster one (for the
+					 * faster algorithms): greedy skips its last start,
+					 * made only to fit */
 	bool swaps_unpacked;            /* greedy with dynamic workspace: weigh its swaps
 					 * for drops by the faster algorithms' time even
 					 * where their arena does not pack (set by plan_run

@@ -105,7 +105,7 @@ int pl_rounds(struct pl_state *S, struct mp_plan *p, pl_round_fn round_fn, void 
 				return -1;
 			continue;
 		}
-		n = pl_peak_candidates(S, false, &c);
+		n = pl_peak_candidates(S, 0, &c);
 		m = round_fn(S, c, n, S->sim.peak_bytes - S->req->budget_bytes, ctx);
 		free(c);
 		/* nothing left to move: wait for the swap-outs still copying */
@@ -326,6 +326,7 @@ static int plan_within_arena(const struct mp_net *net, const struct mp_route *r,
 			kept = *out;
 			kept_eff = eff.budget_bytes;
 			have_kept = true;
+			eff.have_fit = true;
 			eff.budget_bytes = from - dyn_over;
 			plan_restart(out, &kept);
 			continue;
@@ -496,6 +497,7 @@ static int plan_reserves(const struct mp_net *net, const struct mp_route *r, con
 		struct mp_plan q;
 
 		other.ws_reserve = reserves[k];
+		other.have_fit = true;
 		plan_restart(&q, out);
 		if (plan_both_ways(net, r, MP_PLANNER_GREEDY, &other, &q, err) < 0) {
 			plan_release(&q);

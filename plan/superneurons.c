@@ -64,7 +64,7 @@ int plan_superneurons(struct pl_state *S, struct mp_plan *p, struct mp_error *er
 	keep = mp_xcalloc(net->n_tensors + 1, 1);
 	policy_recompute_set(net, S->r, &S->req->popts, dropped, keep);
 	for (uint32_t t = 0; t < net->n_tensors; t++)
-		if (dropped[t] && S->swap_step[t] == UINT32_MAX) {
+		if (dropped[t] && !pl_swapped(S, (int32_t)t)) {
 			S->drop[t] = 1;
 			S->keep[t] = keep[t];
 		}

@@ -407,9 +407,105 @@ static void swap_for_drop(void)
 		CHECK_NEAR(S.sim.recompute_ms, swaps ? 0 : 5.0, 1e-9);
 		CHECK_U64(S.sim.d2h_bytes, swaps ? 1024 : 0);
 		CHECK_U64(S.drop[a], !swaps);
-		CHECK_U64(S.swap_step[a] != UINT32_MAX, swaps);
+		CHECK_U64(pl_swapped(&S, a), swaps);
 		pl_release(&S);
 		plan_release(&p);
+	}
+	unload(&f);
+}
+
+/*
+ * Several gaps, on tests/data/skip-gaps.json: s (4096 B) is read by p.fwd
+ * (route step 2), cat.fwd (7) and p.bwd (15), so it lies idle over big.fwd
+ * (step 4, 3 to 5 ms) and over q.bwd (step 12, 12 to 13 ms).  Liveness
+ * peaks at 17920 B in q.bwd (s.param0 512 + s 4096 + its gradient 4096,
+ * made by cat.bwd + q.dout 1024 + big.dout 8192) and at 13824 B in
+ * big.fwd (512 + s + m's output 1024 + big 8192).  Swapped in both gaps,
+ * s goes out after p.fwd (2 to 2.5096 ms, before big.fwd allocates at 3)
+ * and comes back at r.fwd (the latest start from which a copy of 0.5096
+ * ms with a 10% margin ends before cat.fwd at 7: 6 to 6.5096 ms), out
+ * again after cat.fwd and back at m.bwd (15 to 15.5096 ms, before p.bwd
+ * at 16): big.fwd holds 9728 B, q.bwd 13824, nothing stalls (18 ms), and
+ * 8192 B go each way.  With the backward's gap alone, big.fwd's 13824
+ * ties q.bwd's; with the forward's alone, q.bwd stays at 17920.  A step
+ * of a gap already held names the same gap: one swap.
+ */
+static void many_gaps(void)
+{
+	static const struct {
+		bool fwd, bwd;
+		uint64_t peak, fwd_peak;
+		uint32_t swaps;
+	} want[] = {
+		{ false, false, 17920, 13824, 0 },
+		{ true, false, 17920, 9728, 1 },
+		{ false, true, 13824, 13824, 1 },
+		{ true, true, 13824, 9728, 2 },
+	};
+	struct fixture f;
+	struct mp_error err;
+
+	if (load(&f, "tests/data/skip-gaps.json") < 0) {
+		CHECK(0);
+		return;
+	}
+	f.req.ws_mode = MP_WS_NONE;
+	for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct pl_state S;
+		int32_t s = net_find_tensor(f.net, "s.out");
+		uint32_t big = f.route.pos[net_find_op(f.net, "big.fwd")], q = f.route.pos[net_find_op(f.net, "q.bwd")];
+		uint32_t outs = 0, ins = 0;
+
+		pl_init(&S, f.net, &f.route, &f.req);
+		S.prefetch = PL_PREFETCH_JIT;
+		CHECK(pl_build(&S, &err) == 0); /* the timeline swap-ins are placed on */
+		if (want[i].fwd)
+			CHECK(pl_gap_add(&S, s, big));
+		if (want[i].bwd) {
+			CHECK(pl_gap_add(&S, s, q));
+			CHECK(pl_gap_add(&S, s, q - 1)); /* r.bwd: the same gap */
+		}
+		CHECK(pl_build(&S, &err) == 0);
+		for (uint32_t k = 0; k < S.sched.n; k++) {
+			outs += S.sched.a[k].kind == MP_ACT_SWAP_OUT && S.sched.a[k].tensor == s;
+			ins += S.sched.a[k].kind == MP_ACT_SWAP_IN && S.sched.a[k].tensor == s;
+		}
+		CHECK_U64(outs, want[i].swaps);
+		CHECK_U64(ins, want[i].swaps);
+		CHECK_U64(S.sim.d2h_bytes, 4096 * want[i].swaps);
+		CHECK_U64(S.sim.peak_bytes, want[i].peak);
+		CHECK_U64(S.sim.steps[big].bytes, want[i].fwd_peak);
+		CHECK_NEAR(S.sim.time_ms, 18.0, 1e-9);
+		CHECK_NEAR(S.sim.stall_ms, 0, 1e-12);
+		/* the backward's gap alone: the forward's peak offers s again, in
+		 * the other gap, only where several gaps are asked for */
+		if (want[i].bwd && !want[i].fwd) {
+			struct pl_cand *c;
+			uint32_t n;
+			bool with = false, without = false;
+
+			CHECK_U64(S.sim.peak_step, big);
+			n = pl_peak_candidates(&S, PL_CAND_GAPS, &c);
+			for (uint32_t k = 0; k < n; k++)
+				with |= c[k].t == s && !c[k].cross;
+			free(c);
+			n = pl_peak_candidates(&S, 0, &c);
+			for (uint32_t k = 0; k < n; k++)
+				without |= c[k].t == s;
+			free(c);
+			CHECK(with);
+			CHECK(!without);
+		}
+		/* a gap taken back */
+		if (want[i].swaps == 2) {
+			pl_gap_remove(&S, s, big);
+			CHECK(pl_build(&S, &err) == 0);
+			CHECK_U64(S.sim.peak_bytes, 13824);
+			CHECK_U64(S.sim.steps[big].bytes, 13824);
+			pl_gap_remove(&S, s, UINT32_MAX);
+			CHECK(!pl_swapped(&S, s));
+		}
+		pl_release(&S);
 	}
 	unload(&f);
 }
@@ -514,6 +610,7 @@ int main(void)
 	dtr_rewritten_input();
 	floor_then_swap();
 	swap_for_drop();
+	many_gaps();
 	keep_from();
 	glob_t g;
 
