@@ -173,6 +173,8 @@ int cmd_replan(int argc, char **argv)
 		rc = cli_error(EXIT_BAD_INPUT, "%s: %s", report_path, err.msg);
 		goto out;
 	}
+	for (uint32_t k = 0; k < net->n_ops; k++)
+		factor[k] = 1;
 	replan_factors(net, t, alpha, factor);
 	if (replan_run(json_object_get(root, net->n_jobs ? "jobs" : "net"), net, &req, plan.planner, factor, alpha, &re,
 		       &err) < 0) {

@@ -2,7 +2,7 @@
  * memplan verify PLAN.json [--device host|cuda] [--iters N] [--warmup N]
  *   [--alloc arena|pool|async] [--compute real|timed] [--time-scale X]
  *   [--clock virtual|wall] [--tolerance-peak PCT] [--tolerance-time PCT] [--report FILE]
- *   [--op-times NET.json[,NET.json...]] [--adapt N [--alpha A]]
+ *   [--op-times NET.json[,NET.json...]] [--adapt N [--alpha A] [--adapt-threshold PCT]]
  * memplan verify --probe
  * Run a plan, check that it loses no data, and hold the prediction to
  * account: predicted vs measured per phase and in total; exit 1 outside the
@@ -470,18 +470,21 @@ static int op_factors(const struct mp_net *net, const struct op_times *ot, doubl
 
 /* One round's line: what was predicted and measured (the iteration on the
  * engines' timelines, which the virtual clock keeps in model time), and what
- * re-planning changed for the next (d NULL: the last round). */
+ * re-planning changed for the next (d NULL: the last round, or the plan
+ * kept); with a threshold (above 0), how far the op times moved. */
 static void print_round(uint32_t round, const struct mp_plan *p, const struct mp_exec_result *r,
-			const struct mp_exec_cmp *c, const struct mp_replan_diff *d)
+			const struct mp_exec_cmp *c, const struct mp_replan_diff *d, double threshold, double moved)
 {
 	const struct mp_exec_row *T = &c->row[EXEC_ROW_TOTAL];
 
 	printf("%5u  %-12s %10.3f %10.3f %10.3f %10.3f %12llu %12llu", round, mp_planner_name(p->planner),
 	       T->time_ms.pred, r->timeline_ms, T->stall_ms.pred, T->stall_ms.meas,
 	       (unsigned long long)T->peak_bytes.pred, (unsigned long long)T->peak_bytes.meas);
+	if (threshold > 0 && moved >= 0)
+		printf("  op times moved %.1f%%; %s", 100 * moved, d ? "re-planned:" : "plan kept");
 	if (d)
-		printf("  swaps %u moved, +%u -%u; recomputes +%u -%u", d->swaps_moved, d->swaps_added, d->swaps_removed,
-		       d->recomputes_added, d->recomputes_removed);
+		printf("%sswaps %u moved, +%u -%u; recomputes +%u -%u", threshold > 0 ? " " : "  ", d->swaps_moved,
+		       d->swaps_added, d->swaps_removed, d->recomputes_added, d->recomputes_removed);
 	printf("\n");
 }
 
@@ -489,6 +492,9 @@ static void print_round(uint32_t round, const struct mp_plan *p, const struct mp
 struct adapt_opts {
 	uint32_t every;            /* --adapt N; 0: off */
 	double alpha;
+	double threshold;          /* --adapt-threshold, a share: re-plan only where
+				    * the op times moved more (TENSILE's trigger);
+				    * 0: every round; -1: not given */
 	const struct op_times *ot; /* --op-times (n 0: none) */
 	uint32_t replans;          /* set by adapt_run: plans made */
 };
@@ -513,10 +519,14 @@ static int next_plan(const struct run_plan *rp, const struct mp_plan_req *req, c
 
 /*
  * Run rp's plan, re-planning after every a->every measured iterations from
- * the op times the round measured, until eo->iters are measured; the last
- * round's result stays in *res and its plan in rp.  Each round's line is
- * printed.  The run's status as replay_run returns it; -1 with a re-planning
- * error says so in *err with res->failed_action UINT32_MAX.
+ * the op times measured, until eo->iters are measured; the last round's
+ * result stays in *res and its plan in rp.  Each op's time is a moving
+ * average over the rounds its plan ran; with a threshold, the plan is made
+ * again only where those times, summed, moved more than that share from
+ * the sum it was made with (TENSILE IV-E), else it runs on and the averages
+ * move on.  Each round's line is printed.  The run's status as replay_run
+ * returns it; -1 with a re-planning error says so in *err with
+ * res->failed_action UINT32_MAX.
  */
 static int adapt_run(const struct backend_i *be, struct run_plan *rp, const struct mp_plan_req *req,
 		     const struct mp_exec_opts *eo, struct adapt_opts *a, double *factor,
@@ -524,11 +534,19 @@ static int adapt_run(const struct backend_i *be, struct run_plan *rp, const stru
 {
 	struct mp_exec_opts ro = *eo;
 	struct mp_exec_op_time *t = mp_xmalloc((rp->net->n_ops + 1) * sizeof(*t));
+	double *est = mp_xmalloc((rp->net->n_ops + 1) * sizeof(*est)), moved;
 	uint32_t left = eo->iters;
 	int rc;
 
-	printf("adapt     re-planning every %u iteration%s from the op times measured (moving average, alpha %g; "
-	       "TENSILE IV-E)\n", a->every, a->every == 1 ? "" : "s", a->alpha);
+	for (uint32_t k = 0; k < rp->net->n_ops; k++)
+		est[k] = 1;
+	if (a->threshold > 0)
+		printf("adapt     every %u iteration%s, re-planning where the op times measured moved more than %g%% "
+		       "(moving average, alpha %g; TENSILE IV-E)\n", a->every, a->every == 1 ? "" : "s",
+		       100 * a->threshold, a->alpha);
+	else
+		printf("adapt     re-planning every %u iteration%s from the op times measured (moving average, alpha %g; "
+		       "TENSILE IV-E)\n", a->every, a->every == 1 ? "" : "s", a->alpha);
 	printf("%5s  %-12s %10s %10s %10s %10s %12s %12s\n", "round", "planner", "pred ms", "timeline", "pred stall",
 	       "meas stall", "pred peak B", "meas peak B");
 	for (uint32_t round = 1;; round++) {
@@ -547,18 +565,26 @@ static int adapt_run(const struct backend_i *be, struct run_plan *rp, const stru
 			break;
 		exec_compare(rp->net, rp->plan, res, 0, -1, &cmp);
 		if (!left) {
-			print_round(round, rp->plan, res, &cmp, NULL);
+			print_round(round, rp->plan, res, &cmp, NULL, a->threshold, -1);
 			break;
 		}
 		exec_op_times(rp->net, rp->plan, res, t);
-		replan_factors(rp->net, t, a->alpha, factor);
-		if (next_plan(rp, req, factor, a->alpha, round, &next, err) < 0) {
+		replan_factors(rp->net, t, a->alpha, est);
+		moved = replan_change(rp->net, est);
+		if (a->threshold > 0 && moved <= a->threshold) {
+			print_round(round, rp->plan, res, &cmp, NULL, a->threshold, moved);
+			exec_result_release(res);
+			continue;
+		}
+		if (next_plan(rp, req, est, a->alpha, round, &next, err) < 0) {
 			exec_result_release(res);
 			rc = ADAPT_FAILED;
 			break;
 		}
+		for (uint32_t k = 0; k < rp->net->n_ops; k++)
+			est[k] = 1;
 		replan_diff(rp->net, rp->plan, next.net, &next.plan, &d);
-		print_round(round, rp->plan, res, &cmp, &d);
+		print_round(round, rp->plan, res, &cmp, &d, a->threshold, moved);
 		replan_diff_release(&d);
 		exec_result_release(res);
 		if (rp->replanned)
@@ -571,6 +597,7 @@ static int adapt_run(const struct backend_i *be, struct run_plan *rp, const stru
 		a->replans++;
 	}
 	free(t);
+	free(est);
 	return rc;
 }
 
@@ -649,6 +676,11 @@ static int set_alpha(const char *name, const char *arg, void *dst)
 	return parse_real(name, arg, 0, 1, dst);
 }
 
+static int set_threshold(const char *name, const char *arg, void *dst)
+{
+	return parse_real(name, arg, 1, 1000, dst);
+}
+
 int cmd_verify(int argc, char **argv)
 {
 	struct mp_exec_opts eo;
@@ -656,7 +688,7 @@ int cmd_verify(int argc, char **argv)
 	double tol_peak = 2, tol_time = -1; /* -1: not given */
 	int rc, at, do_probe = 0, cuda = 0, run_rc, clock = -1;
 	const char *op_times = NULL;
-	struct adapt_opts ad = { 0, -1, NULL, 0 };
+	struct adapt_opts ad = { 0, -1, -1, NULL, 0 };
 	const struct cli_opt opts[] = {
 		OPT_CHOICE("device", "host|cuda", 0, &cuda, backends, "backend", "host or cuda"),
 		OPT_COUNT("iters", "N", 0, &eo.iters, 1),
@@ -671,6 +703,7 @@ int cmd_verify(int argc, char **argv)
 		OPT_STRING("op-times", 0, "NET.json[,...]", CLI_NEWLINE, &op_times),
 		OPT_COUNT("adapt", "N", 0, &ad.every, 1),
 		OPT_CALL("alpha", 0, "A", 0, &ad.alpha, set_alpha),
+		OPT_CALL("adapt-threshold", 0, "PCT", 0, &ad.threshold, set_threshold),
 		OPT_FLAG("probe", CLI_HIDDEN, &do_probe),
 		OPT_END(),
 	};
@@ -700,8 +733,11 @@ int cmd_verify(int argc, char **argv)
 		return rc;
 	if (ad.alpha >= 0 && !ad.every)
 		return cli_error(EXIT_BAD_INPUT, "--alpha: weighs the measured times of --adapt N; give --adapt too");
+	if (ad.threshold >= 0 && !ad.every)
+		return cli_error(EXIT_BAD_INPUT, "--adapt-threshold: says when --adapt N re-plans; give --adapt too");
 	if (ad.alpha < 0)
 		ad.alpha = REPLAN_ALPHA;
+	ad.threshold = ad.threshold < 0 ? 0 : ad.threshold / 100;
 	if (!cuda && tol_time >= 0 && clock < 0)
 		clock = MP_EXEC_WALL; /* a time to judge on the host is its wall clock's */
 	if (clock >= 0)

@@ -26,9 +26,21 @@ double replan_ewma(double alpha, double measured, double predicted)
 void replan_factors(const struct mp_net *net, const struct mp_exec_op_time *t, double alpha, double *factor)
 {
 	for (uint32_t k = 0; k < net->n_ops; k++)
-		/* 1 + alpha (m - p) / p: exactly 1 when the measurement is the
-		 * prediction, which alpha m + (1 - alpha) p over p need not be */
-		factor[k] = t[k].runs && t[k].pred_ms > 0 ? 1 + alpha * (t[k].meas_ms - t[k].pred_ms) / t[k].pred_ms : 1;
+		/* f + alpha (m - f p) / p: exactly f when the measurement is the
+		 * estimate, which (alpha m + (1 - alpha) f p) / p need not be */
+		if (t[k].runs && t[k].pred_ms > 0)
+			factor[k] += alpha * (t[k].meas_ms - factor[k] * t[k].pred_ms) / t[k].pred_ms;
+}
+
+double replan_change(const struct mp_net *net, const double *factor)
+{
+	double was = 0, now = 0;
+
+	for (uint32_t k = 0; k < net->n_ops; k++) {
+		was += net->ops[k].ms;
+		now += factor[k] * net->ops[k].ms;
+	}
+	return was > 0 ? fabs(now - was) / was : 0;
 }
 
 /* A string key of the report that must be there and be `want`. */

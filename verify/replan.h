@@ -20,14 +20,22 @@
 double replan_ewma(double alpha, double measured, double predicted);
 
 /*
- * Per op, the factor its times are multiplied by: replan_ewma(alpha, meas,
- * pred) / pred over the op's runs in t[net->n_ops] (exec_op_times, or
- * replan_read_report), so that an op that ran its default implementation
+ * Per op, the factor its times are multiplied by, one more step of the
+ * moving average: factor[k] (in: the estimate so far relative to the net's
+ * time, 1 before any measurement) becomes (alpha meas + (1 - alpha)
+ * factor[k] pred) / pred over the op's runs in t[net->n_ops] (exec_op_times,
+ * or replan_read_report), so that an op that ran its default implementation
  * gets exactly the moving average, and its other implementations (conv
- * algorithms, micro-batches) the same correction.  1 for ops that did not
- * run or were predicted 0 ms.  factor is the caller's [net->n_ops].
+ * algorithms, micro-batches) the same correction; unchanged for ops that
+ * did not run or were predicted 0 ms.  factor is the caller's [net->n_ops].
  */
 void replan_factors(const struct mp_net *net, const struct mp_exec_op_time *t, double alpha, double *factor);
+
+/* TENSILE's average latency rate of change (IV-E): |the ops' times summed
+ * as factor[net->n_ops] corrects them - as the net has them| over the net's
+ * sum; 0 for a net of no time.  Its trigger re-plans where this passes a
+ * threshold. */
+double replan_change(const struct mp_net *net, const double *factor);
 
 /* What a verify report measured in all, in model milliseconds (wall ms over
  * its time_scale), per iteration. */

@@ -83,6 +83,22 @@ expect_run "which replan reads against the plan it ran" 2 --stderr-grep "net_sha
 	memplan replan "$TMP/t0.json" --report "$TMP/a.report"
 expect_run "--alpha weighs --adapt" 0 --stdout-grep '^    2  tensile +10\.011 ' -- \
 	memplan verify "$TMP/t0.json" --op-times $TRUE --iters 2 --adapt 1 --alpha 0.7
+# TENSILE's trigger: re-plan only where the op times, their moving averages
+# summed, moved more than 10% from those the plan was made with: 30.0% and
+# 16.2% (every op measured at 2/1.3 of its time: 1 + 0.3 x 0.538), then
+# 9.7% kept, and the averages move on, 16.5% (1.0974 + 0.3 x (1.3245 -
+# 1.0974)): re-planned, as --adapt 1 re-plans its fifth round
+expect_run "--adapt-threshold: TENSILE's trigger" 0 --stdout-grep "^plan      t0.json re-planned 3 times:" -- \
+	mp_here verify "$TMP/t0.json" --op-times $TRUE --iters 8 --adapt 1 --adapt-threshold 10
+sed -n '1,/^$/p' "$TMP/out" >"$TMP/adapt-thr.out"
+expect_run "--adapt-threshold rounds" 0 --stdout verify-adapt-threshold.out -- cat "$TMP/adapt-thr.out"
+expect_run "--adapt-threshold 0: every round" 0 --stdout-grep "^plan      t0.json re-planned 5 times:" -- \
+	mp_here verify "$TMP/t0.json" --op-times $TRUE --iters 6 --adapt 1 --adapt-threshold 0
+# measured as predicted: the averages never move, nothing is re-planned
+expect_run "--adapt-threshold: nothing moved" 0 --stdout-grep "^    1  tensile .*  op times moved 0\.0%; plan kept$" -- \
+	memplan verify "$TMP/t0.json" --iters 3 --adapt 1 --adapt-threshold 1
+expect_run "--adapt-threshold: kept throughout" 0 --stdout-grep "^plan      $TMP/t0.json: net" -- \
+	memplan verify "$TMP/t0.json" --iters 3 --adapt 1 --adapt-threshold 1
 
 # --- bad input: exit 2, one line, no output file ---
 expect_run "missing report" 2 --stdout empty \
@@ -121,6 +137,14 @@ expect_run "-o over the report" 2 --stderr "memplan: replan: -o '$TMP/r0.report'
 	memplan replan "$TMP/r0.json" --report "$TMP/r0.report" -o "$TMP/r0.report"
 expect_run "--alpha without --adapt" 2 --stderr "memplan: --alpha: weighs the measured times of --adapt N; give --adapt too" -- \
 	memplan verify "$TMP/r0.json" --alpha 0.5
+expect_run "--adapt-threshold without --adapt" 2 --stdout empty \
+	--stderr "memplan: --adapt-threshold: says when --adapt N re-plans; give --adapt too" -- \
+	memplan verify "$TMP/r0.json" --adapt-threshold 5
+for v in -1 x 1001 ''; do
+	expect_run "--adapt-threshold '$v'" 2 --stdout empty \
+		--stderr "memplan: --adapt-threshold: expected a percentage from 0 to 1000, got '$v'" -- \
+		memplan verify "$TMP/r0.json" --adapt 1 --adapt-threshold "$v"
+done
 expect_run "--op-times for another net" 2 --stderr "memplan: --op-times: examples/chain.json: no op named 'c1.fwd' (the plan's net has it)" -- \
 	memplan verify "$TMP/r0.json" --op-times examples/chain.json
 done_testing

@@ -35,12 +35,41 @@ static void test_ewma(void)
 	{
 		static const struct mp_exec_op_time same[3] = { { 1, 0.1, 0.1 }, { 2, 0.7, 0.7 }, { 1, 1.0 / 3, 1.0 / 3 } };
 		struct mp_net one = { 0 };
-		double f[3];
+		double f[3] = { 1, 1, 1 };
 
 		one.n_ops = 3;
 		replan_factors(&one, same, 0.3, f);
 		for (int k = 0; k < 3; k++)
 			CHECK(f[k] == 1.0);
+	}
+	/* rounds of one plan: the estimate moves on from where it was, an op
+	 * predicted 1 ms and measured 2 at alpha 0.5: 1.5, then 1.75 */
+	{
+		static const struct mp_exec_op_time slow[1] = { { 1, 1.0, 2.0 } };
+		struct mp_net one = { 0 };
+		double f[1] = { 1 };
+
+		one.n_ops = 1;
+		replan_factors(&one, slow, 0.5, f);
+		CHECK(f[0] == 1.5);
+		replan_factors(&one, slow, 0.5, f);
+		CHECK(f[0] == 1.75);
+	}
+	/* TENSILE's rate of change: ops of 2 and 6 ms estimated at 3 and 3,
+	 * 8 ms -> 6 ms: 0.25; none moved: 0; a net of no time: 0 */
+	{
+		struct mp_op ops[2] = { { 0 } };
+		struct mp_net two = { 0 };
+		double f[2] = { 1.5, 0.5 }, ones[2] = { 1, 1 };
+
+		ops[0].ms = 2;
+		ops[1].ms = 6;
+		two.n_ops = 2;
+		two.ops = ops;
+		CHECK_NEAR(replan_change(&two, f), 0.25, 1e-15);
+		CHECK(replan_change(&two, ones) == 0);
+		ops[0].ms = ops[1].ms = 0;
+		CHECK(replan_change(&two, f) == 0);
 	}
 }
 
@@ -129,6 +158,8 @@ static void test_factors_and_net(void)
 	set_time(net, t, "aux", 1, 0.5, 0.25);
 	set_time(net, t, "loss.bwd", 1, 0.06, 0.06);
 	set_time(net, t, "data.fwd", 1, 0, 0.5);
+	for (uint32_t k = 0; k < net->n_ops; k++)
+		f[k] = 1;
 	replan_factors(net, t, 0.3, f);
 	/* (0.3 x 3 + 0.7 x 1.5) / 1.5 = 1.95 / 1.5 */
 	CHECK_NEAR(f[net_find_op(net, "conv.fwd")], 1.3, 1e-12);
