@@ -495,10 +495,28 @@ static int jobs_offsets(struct jobs_arg *J, const struct mp_net *const *nets)
 	return EXIT_OK;
 }
 
+/* Jobs share one GPU: without --device, their nets must name one device
+ * (the plan's), or none.  EXIT_OK, or EXIT_BAD_INPUT after printing. */
+static int jobs_one_device(const struct jobs_arg *J, char **files)
+{
+	const struct mp_net *a = J->nets[0];
+
+	for (uint32_t j = 1; j < J->n; j++) {
+		const struct mp_net *b = J->nets[j];
+
+		if (a->has_device != b->has_device || (a->has_device && strcmp(a->device.name, b->device.name)))
+			return cli_error(EXIT_BAD_INPUT, "plan: %s is for %s, %s for %s: the jobs share one GPU; give --device, "
+					 "or nets for one device", files[j], b->has_device ? b->device.name : "no device",
+					 files[0], a->has_device ? a->device.name : "no device");
+	}
+	return EXIT_OK;
+}
+
 /* Load the jobs' nets and merge them into *net, with *net_json the array of
- * their files (plan_to_json's "jobs").  EXIT_OK, or the status after
- * printing; nothing to free then. */
-static int jobs_load(struct jobs_arg *J, char **files, struct mp_net **net, json_t **net_json)
+ * their files (plan_to_json's "jobs"); without device_given their nets must
+ * name one device.  EXIT_OK, or the status after printing; nothing to free
+ * then. */
+static int jobs_load(struct jobs_arg *J, char **files, bool device_given, struct mp_net **net, json_t **net_json)
 {
 	struct mp_net **nets = J->nets;
 	struct mp_error err = { "" };
@@ -520,6 +538,8 @@ static int jobs_load(struct jobs_arg *J, char **files, struct mp_net **net, json
 		}
 		route_release(&r);
 	}
+	if (!device_given && (rc = jobs_one_device(J, files)) != EXIT_OK)
+		goto out;
 	if ((rc = jobs_offsets(J, (const struct mp_net *const *)nets)) != EXIT_OK)
 		goto out;
 	if (!(*net = jobs_merge((const struct mp_net *const *)nets, J->n, J->offset_ms, (const char *const *)files,
@@ -672,7 +692,7 @@ int cmd_plan(int argc, char **argv)
 			return EXIT_BAD_INPUT;
 		what = argv[at];
 	} else {
-		if ((rc = jobs_load(&J, argv + at, &net, &net_json)) != EXIT_OK)
+		if ((rc = jobs_load(&J, argv + at, device_arg != NULL, &net, &net_json)) != EXIT_OK)
 			return rc;
 		what = "plan";
 	}

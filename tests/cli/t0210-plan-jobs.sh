@@ -119,6 +119,18 @@ expect_run "negative offset" 2 \
 expect_run "offset for one job" 2 \
 	--stderr "memplan: --offset: one net is one job; give the nets of several jobs" -- \
 	memplan plan $A --budget 1M --offset 0 -o "$TMP/bad6.json"
+# jobs share one GPU: nets timed for two devices are refused unless
+# --device names the one they run on
+sed 's/"name": "a",/"name": "a", "device": "a100-40g",/' $A >"$TMP/a-a100.json"
+sed 's/"name": "b",/"name": "b", "device": "v100-16g",/' $B >"$TMP/b-v100.json"
+expect_run "jobs for two devices" 2 --stdout empty \
+	--stderr "memplan: plan: $TMP/b-v100.json is for v100-16g, $TMP/a-a100.json for a100-40g: the jobs share one GPU; give --device, or nets for one device" -- \
+	memplan plan "$TMP/a-a100.json" "$TMP/b-v100.json" --budget 1M -o "$TMP/bad8.json"
+expect_run "a job with a device, one without" 2 \
+	--stderr "memplan: plan: $B is for no device, $TMP/a-a100.json for a100-40g: the jobs share one GPU; give --device, or nets for one device" -- \
+	memplan plan "$TMP/a-a100.json" $B --budget 1M -o "$TMP/bad9.json"
+expect_run "jobs for two devices, --device names one" 0 --stdout-grep "^net 'a\+b' under a budget of 1\.0 MiB on h100-sxm$" -- \
+	memplan plan "$TMP/a-a100.json" "$TMP/b-v100.json" --budget 1M --device h100-sxm
 expect_run "no partial output" 0 -- sh -c "! ls '$TMP'/bad*.json 2>/dev/null | grep -q ."
 # a plan whose job net was edited is refused with that job's path
 expect_run "edited job net" 2 --stderr-grep '^memplan: .*: jobs\[1\]\.net_sha256: does not match the embedded net' -- \
