@@ -310,12 +310,14 @@ static int by_gap_start(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-/* Append t's swaps to sw: across iterations where it is kept on the host,
+/* Append t's swaps to sw (and to fl, the same length, the entry of each
+ * swap-in's floor, or 0): across iterations where it is kept on the host,
  * and in each gap its steps lie in.  Its swap-in floor delays the swap-in
  * of the last gap that starts before it; its swap-out wait, the gap that
  * holds it. */
 static void tensor_swaps(const struct pl_state *S, const struct touches *T, const struct mp_entry *e,
-			 const uint32_t *ce, int32_t t, struct mp_swap **sw, uint32_t *n_sw, uint32_t *cap_sw)
+			 const uint32_t *ce, int32_t t, struct mp_swap **sw, uint32_t *n_sw, uint32_t *cap_sw,
+			 uint32_t **fl)
 {
 	const uint32_t *gs = S->swap_step + (size_t)t * PL_GAPS;
 	uint32_t n = 0, last = UINT32_MAX, f = UINT32_MAX, w = 0;
@@ -354,16 +356,76 @@ static void tensor_swaps(const struct pl_state *S, const struct touches *T, cons
 	 * use and the next */
 	if (S->out_wait[t] && S->out_wait[t] < S->r->n)
 		w = ce[S->out_wait[t]];
-	mp_grow((void **)sw, cap_sw, *n_sw + n + 1, sizeof(**sw));
+	{
+		uint32_t c = *cap_sw;
+
+		mp_grow((void **)sw, cap_sw, *n_sw + n + 1, sizeof(**sw));
+		if (c != *cap_sw)
+			*fl = mp_xrealloc(*fl, *cap_sw * sizeof(**fl));
+	}
 	for (uint32_t k = 0; k < n; k++) {
 		bool floor = f != UINT32_MAX && (k + 1 == n || g[k + 1].a >= f);
 		uint32_t a = g[k].a == UINT32_MAX ? MP_SWAP_NONE : g[k].a, u = g[k].u;
 
+		(*fl)[*n_sw] = floor && f > (a == MP_SWAP_NONE ? 0 : a) ? f : 0;
 		(*sw)[(*n_sw)++] = (struct mp_swap){ t, a, trigger(S, e, ce, t, g[k].a, u, floor), u,
 						     !g[k].host && w > a && w <= u ? w : 0 };
 	}
-	if (last != UINT32_MAX) /* back to the host after its last use */
+	if (last != UINT32_MAX) { /* back to the host after its last use */
+		(*fl)[*n_sw] = 0;
 		(*sw)[(*n_sw)++] = (struct mp_swap){ t, last, MP_SWAP_NONE, MP_SWAP_NONE, 0 };
+	}
+}
+
+/* A swap-in on the queue: its index in the swaps, and the entry of its use. */
+struct qin {
+	uint32_t k, use;
+};
+
+static int by_use_desc(const void *x, const void *y)
+{
+	const struct qin *a = x, *b = y;
+
+	if (a->use != b->use)
+		return a->use > b->use ? -1 : 1;
+	return a->k > b->k ? -1 : a->k < b->k;
+}
+
+/* Just in time on one copy engine (S->queue_in): the swap-ins scheduled
+ * backwards from their uses on the last build's timeline, each to end (with
+ * a 5% margin) before its use and before the next one in use order starts,
+ * so that copies queued back to back still land in time; a swap-in only
+ * ever moves earlier than trigger() put it, and never before its floor
+ * (fl[n_sw], the entry, or 0).  O(swaps log swaps), and the scan back
+ * from each use that trigger_rule makes too. */
+static void queue_swapins(const struct pl_state *S, struct mp_swap *sw, const uint32_t *fl, uint32_t n_sw)
+{
+	struct qin *q = mp_xmalloc((n_sw + 1) * sizeof(*q));
+	uint32_t n = 0;
+	double free_by = 1e300;
+
+	for (uint32_t k = 0; k < n_sw; k++)
+		if (sw[k].in_at != MP_SWAP_NONE && sw[k].use_at != MP_SWAP_NONE)
+			q[n++] = (struct qin){ k, sw[k].use_at };
+	qsort(q, n, sizeof(*q), by_use_desc);
+	for (uint32_t i = 0; i < n; i++) {
+		struct mp_swap *x = &sw[q[i].k];
+		double dur = device_copy_ms(&S->req->device, S->net->tensors[x->tensor].bytes, true);
+		double end_by = est_start(S, x->use_at), L;
+		uint32_t lo = x->out_after == MP_SWAP_NONE ? 0 : x->out_after + 1, j;
+
+		if (free_by < end_by)
+			end_by = free_by;
+		L = end_by - 1.05 * dur;
+		for (j = x->use_at; j > lo && est_start(S, j) > L; j--)
+			;
+		if (fl[q[i].k] > j)
+			j = fl[q[i].k];
+		if (j < x->in_at)
+			x->in_at = j;
+		free_by = L;
+	}
+	free(q);
 }
 
 int pl_build(struct pl_state *S, struct mp_error *err)
@@ -371,7 +433,7 @@ int pl_build(struct pl_state *S, struct mp_error *err)
 	const struct mp_net *net = S->net;
 	const struct mp_route *r = S->r;
 	struct mp_entry *e;
-	uint32_t n_e, n_sw = 0, cap_sw = 0, *ce;
+	uint32_t n_e, n_sw = 0, cap_sw = 0, *ce, *fl = NULL;
 	struct mp_swap *sw = NULL;
 	struct touches T;
 	bool any_drop = false;
@@ -409,7 +471,10 @@ int pl_build(struct pl_state *S, struct mp_error *err)
 	memcpy(S->placed_on, S->step_start, r->n * sizeof(*S->placed_on));
 	touches_build(net, e, n_e, &T);
 	for (uint32_t t = 0; t < S->nt; t++)
-		tensor_swaps(S, &T, e, ce, (int32_t)t, &sw, &n_sw, &cap_sw);
+		tensor_swaps(S, &T, e, ce, (int32_t)t, &sw, &n_sw, &cap_sw, &fl);
+	if (S->prefetch == PL_PREFETCH_JIT && S->queue_in)
+		queue_swapins(S, sw, fl, n_sw);
+	free(fl);
 	sched_release(&S->sched);
 	sched_init(&S->sched);
 	sched_emit(net, e, n_e, sw, n_sw, &S->sched);
@@ -697,6 +762,29 @@ void pl_swap(struct pl_state *S, const struct pl_cand *c)
 		S->host[c->t] = 1;
 	else
 		pl_gap_add(S, c->t, S->sim.peak_step);
+}
+
+int pl_queue_in(struct pl_state *S, struct mp_error *err)
+{
+	size_t steps = S->r->n * sizeof(*S->step_start);
+	double ms = S->sim.time_ms, *start;
+	int rc;
+
+	if (S->queue_in || S->prefetch != PL_PREFETCH_JIT || !S->sim.n_swap_in || pl_overflow(S, S->req->budget_bytes))
+		return 0;
+	/* (placed on the timeline the plan's swap-ins were placed on) */
+	start = mp_xmalloc(steps + sizeof(*start));
+	memcpy(start, S->placed_on, steps);
+	memcpy(S->step_start, start, steps);
+	S->queue_in = true;
+	if ((rc = pl_build(S, err)) == 0 && !pl_overflow(S, S->req->budget_bytes) && S->sim.time_ms < ms) {
+		free(start);
+		return 1;
+	}
+	S->queue_in = false;
+	memcpy(S->step_start, start, steps);
+	free(start);
+	return rc < 0 || pl_build(S, err) < 0 ? -1 : 0;
 }
 
 int pl_fits_as_is(struct pl_state *S, struct mp_plan *p, struct mp_error *err)

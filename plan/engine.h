@@ -84,6 +84,11 @@ struct pl_state {
 	uint32_t peak_entry;  /* entry whose step holds the peak */
 	struct mp_entry *entries;  /* [n_entries] the last build's sequence */
 	uint32_t *touch_start, *touch_list; /* its touches per tensor (CSR) */
+	bool queue_in;        /* just in time, swap-ins placed on the copy engine's
+			       * queue (from the last use back, each ending
+			       * before the next starts) rather than one at a
+			       * time with a margin; only ever earlier, and
+			       * never before a floor */
 	bool many_gaps;       /* greedy may swap a tensor in several gaps, or one
 			       * kept on the host in a gap too (its last start) */
 	bool peak_only;       /* fitting means the simulated peak alone: no arena
@@ -175,6 +180,13 @@ uint32_t pl_delay_swapins(struct pl_state *S);
  * there (their memory is released only when the copy ends): memory bought
  * with a stall.  Returns how many (then rebuild). */
 uint32_t pl_wait_swapouts(struct pl_state *S);
+
+/* The last build's swap-ins placed on the copy engine's queue (queue_in)
+ * instead of just in time one at a time, kept where the plan still fits
+ * (peak and arena) and is faster; else the state is built again as it was.
+ * 1 kept, 0 not (or nothing to place: no swap-ins, or the plan misses), -1
+ * with *err. */
+int pl_queue_in(struct pl_state *S, struct mp_error *err);
 
 /* Blocks: forward ops joined by the tensors they write (an in-place relu with
  * the op whose output it rewrites, and so whatever else that op writes),

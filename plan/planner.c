@@ -287,6 +287,12 @@ static int plan_attempt(const struct mp_net *net, const struct mp_route *r, enum
 		pl_release(&S);
 		return -1;
 	}
+	/* greedy's swap-ins on the engine's queue, where that is faster: not
+	 * the papers' planners, whose triggers are theirs */
+	if (which == MP_PLANNER_GREEDY && pl_queue_in(&S, err) < 0) {
+		pl_release(&S);
+		return -1;
+	}
 	pl_take(&S, out);
 	pl_release(&S);
 	free(out->offset);

@@ -16,6 +16,7 @@
 #include <glob.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../../plan/arena.h"
 #include "../../plan/planners.h"
@@ -496,6 +497,14 @@ static void many_gaps(void)
 			CHECK(with);
 			CHECK(!without);
 		}
+		/* nothing queues here: pl_queue_in keeps the state as it was */
+		if (want[i].swaps) {
+			f.req.budget_bytes = 1 << 20;
+			CHECK(pl_queue_in(&S, &err) == 0);
+			CHECK(!S.queue_in);
+			CHECK_NEAR(S.sim.time_ms, 18.0, 1e-9);
+			CHECK_U64(S.sim.peak_bytes, want[i].peak);
+		}
 		/* a gap taken back */
 		if (want[i].swaps == 2) {
 			pl_gap_remove(&S, s, big);
@@ -507,6 +516,86 @@ static void many_gaps(void)
 		}
 		pl_release(&S);
 	}
+	unload(&f);
+}
+
+/*
+ * Swap-ins on one copy engine, on tests/data/three-swapins.json: a, b and c
+ * (8192 B, 0.1 + 0.8192 = 0.9192 ms a copy) are swapped over big (route
+ * step 5), out after b.fwd, c.fwd and q.fwd (2, 3 and 4 ms), and back for
+ * c.bwd, b.bwd and a.bwd at 11.0, 11.2 and 11.4 ms on the liveness
+ * timeline (big.bwd 8 to 10, q.bwd 10 to 11).  Just in time one at a time
+ * (the copy, with a 10% margin, 1.01112 ms, ends before its use): c is
+ * issued at big.bwd (q.bwd's 10.0 is past 11.0 - 1.01112), b and a both at
+ * q.bwd, a first (tensor order): a 10.0 to 10.9192, b to 11.8384, so b.bwd
+ * waits 0.6384 ms: 12.2384 ms.  On the engine's queue, from the last use
+ * back, each to end (with a 5% margin, 0.96516 ms) before the next starts:
+ * a by 11.4 from q.bwd, b by 11.4 - 0.96516 = 10.43484, so from big.bwd,
+ * c by 9.46968, from big.bwd: b 8.0 to 8.9192, c to 9.8384, a at q.bwd,
+ * and nothing stalls: 11.6 ms, with b resident over big.bwd (8192 B more
+ * there).
+ */
+static void queued_swapins(void)
+{
+	struct fixture f;
+	struct mp_error err;
+	struct pl_state S;
+	double *timeline;
+	uint64_t big_bwd_jit = 0;
+
+	if (load(&f, "tests/data/three-swapins.json") < 0) {
+		CHECK(0);
+		return;
+	}
+	f.req.ws_mode = MP_WS_NONE;
+	pl_init(&S, f.net, &f.route, &f.req);
+	S.prefetch = PL_PREFETCH_JIT;
+	CHECK(pl_build(&S, &err) == 0);
+	CHECK_NEAR(S.sim.time_ms, 11.6, 1e-9);
+	timeline = malloc(f.route.n * sizeof(*timeline));
+	memcpy(timeline, S.step_start, f.route.n * sizeof(*timeline));
+	{
+		static const char *const name[] = { "a.out", "b.out", "c.out" };
+		uint32_t big = f.route.pos[net_find_op(f.net, "big.fwd")];
+
+		for (int k = 0; k < 3; k++)
+			CHECK(pl_gap_add(&S, net_find_tensor(f.net, name[k]), big));
+	}
+	for (int queue = 0; queue < 2; queue++) {
+		int32_t b = net_find_tensor(f.net, "b.out"), big_bwd = net_find_op(f.net, "big.bwd");
+		uint32_t b_in = UINT32_MAX, bwd_at = UINT32_MAX, step = f.route.pos[big_bwd];
+
+		memcpy(S.step_start, timeline, f.route.n * sizeof(*timeline));
+		S.queue_in = queue;
+		CHECK(pl_build(&S, &err) == 0);
+		CHECK_NEAR(S.sim.time_ms, queue ? 11.6 : 12.2384, 1e-9);
+		CHECK_NEAR(S.sim.stall_ms, queue ? 0 : 0.6384, 1e-9);
+		CHECK_U64(S.sim.n_swap_in, 3);
+		for (uint32_t k = 0; k < S.sched.n; k++) {
+			if (S.sched.a[k].kind == MP_ACT_SWAP_IN && S.sched.a[k].tensor == b)
+				b_in = k;
+			if (S.sched.a[k].kind == MP_ACT_COMPUTE && S.sched.a[k].op == big_bwd)
+				bwd_at = k;
+		}
+		CHECK(queue ? b_in < bwd_at : b_in > bwd_at);
+		if (!queue)
+			big_bwd_jit = S.sim.steps[step].bytes;
+		else
+			CHECK_U64(S.sim.steps[step].bytes, big_bwd_jit + 8192);
+	}
+	/* pl_queue_in keeps the queue where it is faster and fits: from the
+	 * one-at-a-time build, 12.2384 -> 11.6 ms (the peak, 41216 B at
+	 * c.bwd with all three back, is the same) */
+	memcpy(S.step_start, timeline, f.route.n * sizeof(*timeline));
+	S.queue_in = false;
+	CHECK(pl_build(&S, &err) == 0);
+	f.req.budget_bytes = S.sim.peak_bytes;
+	CHECK(pl_queue_in(&S, &err) == 1);
+	CHECK(S.queue_in);
+	CHECK_NEAR(S.sim.time_ms, 11.6, 1e-9);
+	CHECK_U64(S.sim.peak_bytes, 41216);
+	free(timeline);
+	pl_release(&S);
 	unload(&f);
 }
 
@@ -611,6 +700,7 @@ int main(void)
 	floor_then_swap();
 	swap_for_drop();
 	many_gaps();
+	queued_swapins();
 	keep_from();
 	glob_t g;
 
