@@ -67,6 +67,10 @@ struct mp_plan_req {
 					 * plans again only to find a faster one (for the
 					 * faster algorithms): greedy skips its last start,
 					 * made only to fit */
+	bool queue_swapins;             /* greedy: its swap-ins placed on the copy engine's
+					 * queue from its first build, not only last (set
+					 * by plan_run for a second greedy plan where the
+					 * first stalls) */
 	bool swaps_unpacked;            /* greedy with dynamic workspace: weigh its swaps
 					 * for drops by the faster algorithms' time even
 					 * where their arena does not pack (set by plan_run

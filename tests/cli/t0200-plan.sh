@@ -35,11 +35,12 @@ expect_run "floor then swap: verify" 0 --stdout-grep '^data +every read checked:
 # 2.93 ms); started again with them on the host it stalls less, +24.5%,
 # and +22.7% with its swap-ins placed on the copy engine's queue (from the
 # last use back, each ending before the next starts, not one at a time),
+# +22.6% planned so from the start (it stalls more than 5% of its time),
 # and the host runs it with its data intact
 expect_run "greedy's second start on a small net" 0 --stdout-grep "optimizer state on the host from the start$" -- \
 	memplan plan tests/data/floor-then-swap.json --budget 29617 --workspace none --planner greedy -o "$TMP/floor2.json"
-if grep -q -E "^iteration time +16\.445 ms \(unconstrained 13\.400 ms, overhead 22\.7%\)$" "$TMP/out"; then ok
-else not_ok "greedy's second start on a small net: 16.445 ms" "$(cat "$TMP/out")"; fi
+if grep -q -E "^iteration time +16\.425 ms \(unconstrained 13\.400 ms, overhead 22\.6%\)$" "$TMP/out"; then ok
+else not_ok "greedy's second start on a small net: 16.425 ms" "$(cat "$TMP/out")"; fi
 expect_run "greedy's second start on a small net: verify" 0 --stdout-grep '^data +every read checked: .* nothing lost$' -- \
 	memplan verify "$TMP/floor2.json" --iters 2 --tolerance-time 100000
 # VGG-16 at 70% of liveness: recomputation stops at conv1_2's backward; the
@@ -70,23 +71,24 @@ expect_run "greedy re-keeps and polishes: ResNet-50 at 33%" 0 --stdout-grep "ove
 # at the first peaks leaving the later ones nothing cheap; started again
 # with the momentum on the host between iterations, they fit at +42.9%
 # (auto took superneurons' +438.0% before), +42.0% with the swap-ins on the
-# copy engine's queue
+# copy engine's queue, +36.7% planned with them so from the start (the plan
+# stalls more than 5% of its time, so greedy plans again that way)
 expect_run "greedy starts again, momentum on the host: ResNet-50 at 25%" 0 \
 	--stdout-grep "optimizer state on the host from the start$" -- \
 	memplan plan examples/resnet50-b32.json --budget 734003200 --planner greedy --workspace none
-if grep -q -E "overhead 42\.0%\)$" "$TMP/out"; then ok; else not_ok "greedy starts again: +42.0%" "$(cat "$TMP/out")"; fi
+if grep -q -E "overhead 36\.7%\)$" "$TMP/out"; then ok; else not_ok "greedy starts again: +36.7%" "$(cat "$TMP/out")"; fi
 # U-Net at 36% of liveness: both starts miss (a skip connection's output,
 # dropped at the first backward peak, is rebuilt at dec1's backward with
 # enc1's two 79 MiB outputs); the last start swaps a tensor in several gaps
 # between its uses, weights kept on the host in a gap of their own too, and
 # swaps drops instead where the plan misses: it fits at +71.1% (+68.4% with
-# its swap-ins on the copy engine's queue), and the host
+# its swap-ins on the copy engine's queue, +64.5% planned so), and the host
 # runs it with its data intact (six weights go out and back twice: between
 # their forward and backward uses, and after their update)
 expect_run "greedy's last start, several gaps: U-Net at 36%" 0 \
 	--stdout-grep "swapped in several gaps$" -- \
 	memplan plan examples/unet.json --budget 353407642 --planner greedy --workspace none -o "$TMP/unet36.json"
-if grep -q -E "overhead 68\.4%\)$" "$TMP/out"; then ok; else not_ok "several gaps: +68.4%" "$(cat "$TMP/out")"; fi
+if grep -q -E "overhead 64\.5%\)$" "$TMP/out"; then ok; else not_ok "several gaps: +64.5%" "$(cat "$TMP/out")"; fi
 expect_run "several gaps: verify" 0 --stdout-grep '^data +every read checked: .* nothing lost$' -- \
 	memplan verify "$TMP/unet36.json" --iters 2
 # GPT-2 at 50% of liveness: the recomputing pass re-runs every layer's
