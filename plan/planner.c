@@ -433,12 +433,6 @@ static int plan_fixed_strategies(const struct mp_net *net, const struct mp_route
 	return 0;
 }
 
-/* plan_within_arena, then, where greedy's two weighings of its swaps for
- * drops decided differently, again weighing the other way, the faster
- * kept.  Greedy's swaps for drops, with dynamic workspace, are weighed as
- * plan_run first takes a plan (the faster algorithms where their arena
- * packs), which does not foresee planning lower when it does not
- * (bench/plan-quality.md, session 12).  0, or -1 with *err. */
 typedef int (*plan_fn)(const struct mp_net *net, const struct mp_route *r, enum mp_planner which,
 		       const struct mp_plan_req *req, struct mp_plan *out, struct mp_error *err);
 
@@ -463,6 +457,12 @@ static int plan_also(const struct mp_net *net, const struct mp_route *r, enum mp
 	return 0;
 }
 
+/* plan_within_arena, then, where greedy's two weighings of its swaps for
+ * drops decided differently, again weighing the other way, the faster
+ * kept.  Greedy's swaps for drops, with dynamic workspace, are weighed as
+ * plan_run first takes a plan (the faster algorithms where their arena
+ * packs), which does not foresee planning lower when it does not
+ * (bench/plan-quality.md, session 12).  0, or -1 with *err. */
 static int plan_both_ways(const struct mp_net *net, const struct mp_route *r, enum mp_planner which,
 			  const struct mp_plan_req *req, struct mp_plan *out, struct mp_error *err)
 {
