@@ -233,6 +233,7 @@ static int eval(struct cap_cache *c, const struct cap_query *q, unsigned row, ui
 		req.device = q->device;
 		req.ws_mode = q->ws_mode;
 		req.popts = q->popts;
+		req.fit_only = q->max_overhead < 0;
 		plan_init(&p);
 		rc = plan_run(net, &r, (enum mp_planner)(row - MP_STRAT__COUNT), &req, &p, err);
 		if (rc == 0) {

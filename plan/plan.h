@@ -67,6 +67,9 @@ struct mp_plan_req {
 					 * plans again only to find a faster one (for the
 					 * faster algorithms): greedy skips its last start,
 					 * made only to fit */
+	bool fit_only;                  /* only whether a plan fits is asked (capacity
+					 * with no slowdown limit): a plan that fits is
+					 * not planned again to be faster */
 	bool queue_swapins;             /* greedy: its swap-ins placed on the copy engine's
 					 * queue from its first build, not only last (set
 					 * by plan_run for a second greedy plan where the

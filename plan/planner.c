@@ -556,7 +556,7 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 	    plan_reserves(net, r, req, out, err) < 0)
 		return -1;
 	if (which == MP_PLANNER_GREEDY && out->sim.stall_ms > PLAN_QUEUE_STALL * out->sim.time_ms &&
-	    plan_queued(net, r, req, out, err) < 0)
+	    !(req->fit_only && out->fits) && plan_queued(net, r, req, out, err) < 0)
 		return -1;
 	/* (with wr or wd the default algorithms may break the workspace limit) */
 	if (which == MP_PLANNER_SUPERNEURONS && (req->ws_mode == MP_WS_NONE || req->ws_mode == MP_WS_DYNAMIC) &&
