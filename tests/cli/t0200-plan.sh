@@ -83,7 +83,7 @@ if grep -q -E "overhead 36\.7%\)$" "$TMP/out"; then ok; else not_ok "greedy star
 # between its uses, weights kept on the host in a gap of their own too, and
 # swaps drops instead where the plan misses: it fits at +71.1% (+68.4% with
 # its swap-ins on the copy engine's queue, +64.5% planned so), and the host
-# runs it with its data intact (six weights go out and back twice: between
+# runs it with its data intact (eight weights go out and back twice: between
 # their forward and backward uses, and after their update)
 expect_run "greedy's last start, several gaps: U-Net at 36%" 0 \
 	--stdout-grep "swapped in several gaps$" -- \
