@@ -495,8 +495,9 @@ static int jobs_offsets(struct jobs_arg *J, const struct mp_net *const *nets)
 	return EXIT_OK;
 }
 
-/* Jobs share one GPU: without --device, their nets must name one device
- * (the plan's), or none.  EXIT_OK, or EXIT_BAD_INPUT after printing. */
+/* Jobs share one GPU: without --device, their nets must all name one
+ * device (the plan's), or all name none (a net with a device beside one
+ * without is refused too).  EXIT_OK, or EXIT_BAD_INPUT after printing. */
 static int jobs_one_device(const struct jobs_arg *J, char **files)
 {
 	const struct mp_net *a = J->nets[0];

@@ -3,7 +3,8 @@
  * entries from the dropped set (policy_recompute_seq), swaps placed in each gap
  * that holds a chosen step with the planner's trigger rule, algorithms and
  * micro-batches per op, then the shared emitter and the one simulator.
- * O(entries + tensor uses) per build.
+ * O(entries + tensor uses) per build, and O(swaps log swaps) to order the
+ * swaps of a tensor and (queue_in) the swap-ins on the copy engine.
  */
 #include "engine.h"
 

@@ -49,10 +49,15 @@ struct pl_state {
 				   * iterations (greedy's second start) */
 	uint32_t *out_wait;   /* [nt] route step before which compute waits for the
 			       * swap-out to end (0: none): memory freed in time at
-			       * a peak the copy would otherwise miss */
+			       * a peak the copy would otherwise miss; it applies
+			       * to the gap that holds it */
 	uint32_t *in_floor;   /* [nt] route step before which its swap-in may not be
 			       * issued (0: no floor): a swap-in that lands at a peak
-			       * is delayed past it, trading memory for a stall */
+			       * is delayed past it, trading memory for a stall; it
+			       * applies to the last gap that starts before it.
+			       * One of each per tensor: a tensor swapped in several
+			       * gaps keeps the last one set, and its other gaps
+			       * lose theirs */
 	uint8_t *drop;        /* [nt] dropped after forward, recomputed */
 	uint8_t *keep;        /* [nt] a recomputed tensor stays until its last use */
 	uint32_t *keep_from;  /* [nt] kept only once rebuilt for a reader at this
@@ -118,14 +123,14 @@ static inline bool pl_swapped(const struct pl_state *S, int32_t t)
 	return S->swap_step[(size_t)t * PL_GAPS] != UINT32_MAX;
 }
 
-/* Swap t also in the gap that holds route step `step`.  False when its
- * PL_GAPS slots are taken. */
+/* Swap t also in the gap that holds route step `step` (a step it holds
+ * already: nothing to add).  False when its PL_GAPS slots are taken. */
 static inline bool pl_gap_add(struct pl_state *S, int32_t t, uint32_t step)
 {
 	uint32_t *g = S->swap_step + (size_t)t * PL_GAPS;
 
 	for (uint32_t k = 0; k < PL_GAPS; k++)
-		if (g[k] == UINT32_MAX) {
+		if (g[k] == UINT32_MAX || g[k] == step) {
 			g[k] = step;
 			return true;
 		}
@@ -184,8 +189,8 @@ uint32_t pl_wait_swapouts(struct pl_state *S);
 /* The last build's swap-ins placed on the copy engine's queue (queue_in)
  * instead of just in time one at a time, kept where the plan still fits
  * (peak and arena) and is faster; else the state is built again as it was.
- * 1 kept, 0 not (or nothing to place: no swap-ins, or the plan misses), -1
- * with *err. */
+ * 1 kept, 0 not (or nothing to do: queue_in set already, prefetch not just
+ * in time, no swap-ins, or the plan misses), -1 with *err. */
 int pl_queue_in(struct pl_state *S, struct mp_error *err);
 
 /* Blocks: forward ops joined by the tensors they write (an in-place relu with

@@ -206,7 +206,9 @@ static uint32_t gather(struct pl_state *S, const struct gr_ctx *g, struct gr_pic
 			continue;
 		}
 		pick = (struct gr_pick){ c[k], 1e300, GR_DROP };
-		if (!c[k].cross && S->droppable[t] && bwd_use) {
+		/* (not a tensor swapped in another gap: dropped, its gaps
+		 * would be those of its rebuilds) */
+		if (!c[k].cross && S->droppable[t] && bwd_use && !pl_swapped(S, t)) {
 			uint64_t more = drop_effect(S, g->at_peak, t, false, &pick.cost);
 
 			if (more < c[k].bytes)
@@ -992,15 +994,15 @@ static int to_swaps(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 /*
  * A pass that misses (greedy's last start, S->many_gaps): its drops swapped
  * instead in every gap between their uses, the largest first, each kept
- * where the overflow comes down, up to GR_GAP_BUILDS builds; then rounds
- * again to the budget.  The rounds drop a tensor at the first peak it
+ * where the overflow comes down; then rounds again to the budget.  The rounds drop a tensor at the first peak it
  * helps and never take that back where the plan misses: a skip
  * connection's output dropped at a backward peak is rebuilt there from the
  * start of the net, with the large activations that rebuild reads (U-Net
  * at 36% of liveness: enc1's two 79 MiB outputs at dec1's backward), where
  * swapped it would cost no memory in either of its gaps (on to the
  * decoder's forward, and on to its own backward).  A tensor with more than
- * PL_GAPS gaps is swapped in its first PL_GAPS.  0, or -1 with *err.
+ * PL_GAPS gaps is swapped in its first PL_GAPS.  GR_GAP_BUILDS drops are
+ * tried, a build each and one more to put a try back.  0, or -1 with *err.
  */
 #define GR_GAP_BUILDS 64
 
@@ -1469,12 +1471,14 @@ static int restart(struct pl_state *S, struct mp_plan *p, const uint8_t *host_ba
  * that state both ways would, unhidden: the rounds find those swaps
  * one peak at a time, after drops that can no longer be taken back
  * (ResNet-50 at 25% of liveness: 730 MiB, 30 over the budget, from the
- * first start; it fits at +42.9% from the second).  Where both miss, and
- * no plan that fits is in hand (req->have_fit), a last start lets a tensor
- * leave the device in several gaps between its uses, a weight kept on the
- * host in one of its own too, and swaps drops instead where the plan
- * misses (drops_to_gaps; U-Net at 36% of liveness: no plan without it,
- * +71.1% with it, before the swap-ins go on the copy engine's queue).  The start that misses by less, or fits and is faster, stays. */
+ * first start; it fits at +42.9% from the second).  Where the plan still
+ * misses (both starts, or the first where there is no optimizer state to
+ * start with), and no plan that fits is in hand (req->have_fit), a last
+ * start lets a tensor leave the device in several gaps between its uses,
+ * a weight kept on the host in one of its own too, and swaps drops instead
+ * where the plan misses (drops_to_gaps; U-Net at 36% of liveness: no plan
+ * without it, +71.1% with it, before the swap-ins go on the copy engine's
+ * queue).  The start that misses by less, or fits and is faster, stays. */
 int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 {
 	uint64_t budget = S->req->budget_bytes, over;

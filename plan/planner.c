@@ -433,6 +433,13 @@ static int plan_fixed_strategies(const struct mp_net *net, const struct mp_route
 	return 0;
 }
 
+/* Does p fit the budget, its simulated peak and its arena (p->fits is set
+ * only at the end, by plan_metrics)? */
+static bool plan_fits(const struct mp_plan *p, uint64_t budget)
+{
+	return p->sim.peak_bytes <= budget && p->arena_bytes <= budget;
+}
+
 typedef int (*plan_fn)(const struct mp_net *net, const struct mp_route *r, enum mp_planner which,
 		       const struct mp_plan_req *req, struct mp_plan *out, struct mp_error *err);
 
@@ -539,6 +546,8 @@ static int plan_queued(const struct mp_net *net, const struct mp_route *r, const
 {
 	struct mp_plan_req other = *req;
 
+	/* (have_fit as it was: where only greedy's last start fits, planned
+	 * again so it needs that start too, U-Net at 36% of liveness) */
 	other.queue_swapins = true;
 	return plan_also(net, r, MP_PLANNER_GREEDY, plan_both_ways, &other, req->budget_bytes, out, err);
 }
@@ -556,7 +565,7 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 	    plan_reserves(net, r, req, out, err) < 0)
 		return -1;
 	if (which == MP_PLANNER_GREEDY && out->sim.stall_ms > PLAN_QUEUE_STALL * out->sim.time_ms &&
-	    !(req->fit_only && out->fits) && plan_queued(net, r, req, out, err) < 0)
+	    !(req->fit_only && plan_fits(out, req->budget_bytes)) && plan_queued(net, r, req, out, err) < 0)
 		return -1;
 	/* (with wr or wd the default algorithms may break the workspace limit) */
 	if (which == MP_PLANNER_SUPERNEURONS && (req->ws_mode == MP_WS_NONE || req->ws_mode == MP_WS_DYNAMIC) &&

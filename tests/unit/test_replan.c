@@ -54,6 +54,11 @@ static void test_ewma(void)
 		CHECK(f[0] == 1.5);
 		replan_factors(&one, slow, 0.5, f);
 		CHECK(f[0] == 1.75);
+		/* from an estimate of 2, a measurement at the prediction moves
+		 * it half way back: 1.5 */
+		f[0] = 2;
+		replan_factors(&one, (const struct mp_exec_op_time[1]){ { 1, 1.0, 1.0 } }, 0.5, f);
+		CHECK(f[0] == 1.5);
 	}
 	/* TENSILE's rate of change: ops of 2 and 6 ms estimated at 3 and 3,
 	 * 8 ms -> 6 ms: 0.25; none moved: 0; a net of no time: 0 */
