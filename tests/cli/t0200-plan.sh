@@ -183,8 +183,11 @@ expect_run "optimal refuses a large net" 2 --stderr-grep "optimal: the net is to
 	memplan plan examples/seq2seq-attention.json --budget 2G --planner optimal
 # a model CBC could not solve in the limit: the best heuristic plan, and
 # the bound its LP relaxation proves (Clp), or that the relaxation did not
-# finish (ResNet-50's takes about a minute; U-Net's at 80%, 0.1 s)
-expect_run "optimal: too large for the limit, no bound" 0 --stdout-grep "^planner +optimal: too large to solve exactly in the 1 s limit: greedy's plan; its LP relaxation did not finish in the limit \([0-9]+ variables, [0-9]+ constraints, [0-9.]+ s\)$" -- \
+# finish (ResNet-50's takes about a minute; U-Net's at 80%, 0.1 s); Clp
+# looks at the clock only after its presolve, so on a loaded machine under
+# the sanitizers it can overrun 1.5 x the limit + 5 s and be stopped (CI,
+# session 16): either way there is no bound
+expect_run "optimal: too large for the limit, no bound" 0 --stdout-grep "^planner +optimal: too large to solve exactly in the 1 s limit: greedy's plan; its LP relaxation (did not finish in the limit|stopped without an answer \(it crashed, or overran its time limit by half\)) \([0-9]+ variables, [0-9]+ constraints, [0-9.]+ s\)$" -- \
 	memplan plan examples/resnet50-b32.json --budget 1.4G --planner optimal --time-limit 1
 expect_run "optimal: too large for the limit, the LP bound" 0 --stdout-grep "^planner +optimal: too large to solve exactly in the 0.5 s limit: greedy's plan; its LP relaxation proves no plan recomputes less than 0.564 ms \(8511 variables, 14749 constraints, [0-9.]+ s\)$" -- \
 	memplan plan examples/unet.json --budget 785350240 --planner optimal --workspace none --time-limit 0.5
