@@ -74,6 +74,11 @@ struct mp_plan_req {
 					 * queue from its first build, not only last (set
 					 * by plan_run for a second greedy plan where the
 					 * first stalls) */
+	bool plain_first;               /* dynamic workspace: plan as with the default
+					 * algorithms (as --workspace none), then give
+					 * each step the fastest whose workspace fits
+					 * (set by plan_run for a second greedy plan
+					 * where the first costs much) */
 	bool swaps_unpacked;            /* greedy with dynamic workspace: weigh its swaps
 					 * for drops by the faster algorithms' time even
 					 * where their arena does not pack (set by plan_run

@@ -218,6 +218,21 @@ expect_run "reserve for faster algorithms: verify" 0 --stdout-grep '^data +every
 	memplan verify "$TMP/unet70.json" --iters 2 --tolerance-time 100000
 expect_run "no reserve where the algorithms save little: ResNet-50 at 50%" 0 --stdout-grep "^planner +greedy: .* in [0-9]+ rounds$" -- \
 	memplan plan examples/resnet50-b32.json --budget 1420000000 --planner greedy
+# with dynamic workspace, a greedy plan that costs more than 25% is planned
+# again as with the default algorithms, the faster given after: ResNet-50 at
+# batch 8, 40% of liveness, +120.4% weighed with the faster algorithms,
+# +51.7% so (its swap-ins queued as below); --workspace none, +54.7%;
+# the host runs it with its data intact
+expect_run "default algorithms first: gen" 0 -- memplan gen resnet50 --batch 8 -o "$TMP/r50b8.json"
+expect_run "default algorithms first: ResNet-50 b8 at 40%" 0 \
+	--stdout-grep "^planner +greedy: .* \(planned with the default algorithms, the faster given after\)$" -- \
+	memplan plan "$TMP/r50b8.json" --budget 370895960 --planner greedy -o "$TMP/r50b8p.json"
+expect_run "default algorithms first: its time" 0 --stdout-grep "overhead 51\.7%\)$" -- \
+	memplan plan "$TMP/r50b8.json" --budget 370895960 --planner greedy
+expect_run "default algorithms first: --workspace none" 0 --stdout-grep "overhead 54\.7%\)$" -- \
+	memplan plan "$TMP/r50b8.json" --budget 370895960 --planner greedy --workspace none
+expect_run "default algorithms first: verify" 0 --stdout-grep '^data +every read checked: .* nothing lost$' -- \
+	memplan verify "$TMP/r50b8p.json" --iters 2 --tolerance-time 100000
 # --lower-bound: the LP relaxation of every schedule, swaps included.
 # bound-swap.json at 8448 B: a must leave while f3 and g3 run (all but 348 B
 # of it: the relaxation lets that part stay) and cannot be rebuilt, so two
