@@ -489,6 +489,15 @@ static int plan_both_ways(const struct mp_net *net, const struct mp_route *r, en
 	return plan_also(net, r, which, plan_within_arena, &other, req->budget_bytes, out, err);
 }
 
+/* Greedy planned again under other (both ways), kept where it beats out's
+ * plan under other's budget: the one way plan_run tries greedy once more.
+ * 1 where it was kept, 0, or -1 with *err. */
+static int plan_greedy_again(const struct mp_net *net, const struct mp_route *r, const struct mp_plan_req *other,
+			     struct mp_plan *out, struct mp_error *err)
+{
+	return plan_also(net, r, MP_PLANNER_GREEDY, plan_both_ways, other, other->budget_bytes, out, err);
+}
+
 /* Does some op have an algorithm faster than its default, by more than
  * PLAN_RESERVE_GAIN of the net's time in all? */
 static bool faster_algorithms(const struct mp_net *net)
@@ -529,7 +538,7 @@ static int plan_reserves(const struct mp_net *net, const struct mp_route *r, con
 
 		other.ws_reserve = reserves[k];
 		other.have_fit = true;
-		if (plan_also(net, r, MP_PLANNER_GREEDY, plan_both_ways, &other, req->budget_bytes, out, err) < 0)
+		if (plan_greedy_again(net, r, &other, out, err) < 0)
 			return -1;
 	}
 	return 0;
@@ -543,20 +552,8 @@ static int plan_reserves(const struct mp_net *net, const struct mp_route *r, con
  * (U-Net at 50% of liveness, auto: +41.6% -> +23.0%; planned so from the
  * start for every plan, ResNet-50 at 33% +9.0% -> +15.6%), so the faster
  * stays; after the reserve tries, which judge the first plan (they cost
- * 14 s of CPU for nothing on that U-Net cell once it was +23.0%).  0, or
- * -1 with *err. */
+ * 14 s of CPU for nothing on that U-Net cell once it was +23.0%). */
 #define PLAN_QUEUE_STALL 0.05
-
-static int plan_queued(const struct mp_net *net, const struct mp_route *r, const struct mp_plan_req *req,
-		       struct mp_plan *out, struct mp_error *err)
-{
-	struct mp_plan_req other = *req;
-
-	/* (have_fit as it was: where only greedy's last start fits, planned
-	 * again so it needs that start too, U-Net at 36% of liveness) */
-	other.queue_swapins = true;
-	return plan_also(net, r, MP_PLANNER_GREEDY, plan_both_ways, &other, req->budget_bytes, out, err);
-}
 
 /* Greedy with dynamic workspace weighs its drops and swaps by their time
  * with the faster algorithms, which the arena may then not give them: its
@@ -566,17 +563,8 @@ static int plan_queued(const struct mp_net *net, const struct mp_route *r, const
  * not fit or costs more than PLAN_PLAIN_OVERHEAD over the unconstrained run,
  * greedy is planned again so (req->plain_first), and the faster stays; below
  * it, the second plan gained nothing on the bench's nets for up to twice the
- * CPU.  0, or -1 with *err. */
+ * CPU. */
 #define PLAN_PLAIN_OVERHEAD 0.25
-
-static int plan_plain(const struct mp_net *net, const struct mp_route *r, const struct mp_plan_req *req,
-		      struct mp_plan *out, struct mp_error *err)
-{
-	struct mp_plan_req other = *req;
-
-	other.plain_first = true;
-	return plan_also(net, r, MP_PLANNER_GREEDY, plan_both_ways, &other, req->budget_bytes, out, err);
-}
 
 int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner which,
 	     const struct mp_plan_req *req, struct mp_plan *out, struct mp_error *err)
@@ -595,14 +583,19 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 	if (which == MP_PLANNER_GREEDY && req->ws_mode == MP_WS_DYNAMIC &&
 	    (!plan_fits(out, req->budget_bytes) ? !req->have_fit :
 	     !req->fit_only && out->sim.time_ms > (1 + PLAN_PLAIN_OVERHEAD) * out->baseline_ms)) {
-		int rc = plan_plain(net, r, req, out, err);
+		struct mp_plan_req plain = *req;
+		int rc;
 
-		if (rc < 0)
+		plain.plain_first = true;
+		if ((rc = plan_greedy_again(net, r, &plain, out, err)) < 0)
 			return -1;
 		cur.plain_first = rc == 1; /* (the queue re-plans the plan kept) */
 	}
+	/* (have_fit as it was: where only greedy's last start fits, planned
+	 * again so it needs that start too, U-Net at 36% of liveness) */
+	cur.queue_swapins = true;
 	if (which == MP_PLANNER_GREEDY && out->sim.stall_ms > PLAN_QUEUE_STALL * out->sim.time_ms &&
-	    !(req->fit_only && plan_fits(out, req->budget_bytes)) && plan_queued(net, r, &cur, out, err) < 0)
+	    !(req->fit_only && plan_fits(out, req->budget_bytes)) && plan_greedy_again(net, r, &cur, out, err) < 0)
 		return -1;
 	/* (with wr or wd the default algorithms may break the workspace limit) */
 	if (which == MP_PLANNER_SUPERNEURONS && (req->ws_mode == MP_WS_NONE || req->ws_mode == MP_WS_DYNAMIC) &&
