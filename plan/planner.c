@@ -284,8 +284,21 @@ static int plan_attempt(const struct mp_net *net, const struct mp_route *r, enum
 		pl_release(&S);
 		return -1;
 	}
+	/* (planned lower so that the arena packs, a plan that misses that,
+	 * peak or arena, and fits the budget gives the room between back:
+	 * greedy gave back only what fits what it planned for; not below a
+	 * reserve, which is room left to the faster algorithms, nor where only
+	 * a fit is asked) */
+	if (which == MP_PLANNER_GREEDY && !eff->ws_reserve && !req->fit_only && eff->budget_bytes < req->budget_bytes &&
+	    pl_overflow(&S, eff->budget_bytes) > 0 && pl_overflow(&S, req->budget_bytes) == 0 &&
+	    plan_greedy_give_back(&S, out, req->budget_bytes, err) < 0) {
+		pl_release(&S);
+		return -1;
+	}
 	S.req = eff;
-	if (req->ws_mode == MP_WS_DYNAMIC && S.sim.peak_bytes <= eff->budget_bytes &&
+	/* (a plan that misses what it was planned for and fits the budget
+	 * also has the faster algorithms where they fit) */
+	if (req->ws_mode == MP_WS_DYNAMIC && S.sim.peak_bytes <= req->budget_bytes &&
 	    (reverted = dynamic_workspace(&S, req->budget_bytes, dyn_over, dyn_peak, err)) < 0) {
 		pl_release(&S);
 		return -1;

@@ -12,6 +12,9 @@ int plan_superneurons(struct pl_state *S, struct mp_plan *p, struct mp_error *er
 int plan_tfswap(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_tensile(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_greedy(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
+/* a greedy plan made for less than budget, which fits budget: the room
+ * between given back to its drops (plan_run's arena retries). */
+int plan_greedy_give_back(struct pl_state *S, struct mp_plan *p, uint64_t budget, struct mp_error *err);
 /* greedy's first pass alone: drops, no swaps (optimal's starts). */
 int plan_greedy_recompute(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 /* that pass, then its drops swapped instead where the copies hide and that
