@@ -1179,12 +1179,12 @@ static int greedy_pass(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, 
 
 /* The note of a plan of S's edits: drops, rebuilds and swaps, counted from
  * the state the plan is built from (rounds also drop the inputs a rebuild
- * passes through, and the undo pass puts drops back), then tail. */
+ * passes through, and the undo pass puts drops back), then tail (not inside
+ * p->note). */
 static void note_edits(const struct pl_state *S, struct mp_plan *p, const char *tail)
 {
 	uint32_t n_drop = 0, n_again = 0, n_swap = 0;
 	uint8_t *seen = mp_xcalloc(S->nt + 1, 1);
-	char head[sizeof(p->note)];
 
 	for (uint32_t t = 0; t < S->nt; t++) {
 		n_drop += S->drop[t];
@@ -1196,9 +1196,8 @@ static void note_edits(const struct pl_state *S, struct mp_plan *p, const char *
 			n_swap++;
 		}
 	free(seen);
-	snprintf(head, sizeof(head), "%u tensors dropped and rebuilt (%u of them more than once), %u swapped, in %u rounds",
-		 n_drop, n_again, n_swap, p->iterations);
-	snprintf(p->note, sizeof(p->note), "%s%s", head, tail);
+	snprintf(p->note, sizeof(p->note), "%u tensors dropped and rebuilt (%u of them more than once), %u swapped, in %u rounds%s",
+		 n_drop, n_again, n_swap, p->iterations, tail);
 }
 
 /* The passes of greedy_once (plan_greedy), as bits: where a round unkept */
