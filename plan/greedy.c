@@ -1196,8 +1196,9 @@ static void note_edits(const struct pl_state *S, struct mp_plan *p, const char *
 			n_swap++;
 		}
 	free(seen);
-	snprintf(p->note, sizeof(p->note), "%u tensors dropped and rebuilt (%u of them more than once), %u swapped, in %u rounds%s",
-		 n_drop, n_again, n_swap, p->iterations, tail);
+	snprintf(p->note, sizeof(p->note), "%u tensor%s dropped and rebuilt (%u of them more than once), %u swapped, "
+		 "in %u round%s%s", n_drop, n_drop == 1 ? "" : "s", n_again, n_swap, p->iterations,
+		 p->iterations == 1 ? "" : "s", tail);
 }
 
 /* The passes of greedy_once (plan_greedy), as bits: where a round unkept */

@@ -683,6 +683,67 @@ static void keep_from(void)
 	unload(&f);
 }
 
+/*
+ * plan_greedy_give_back on tests/data/dtr-chain.json, a, b and c dropped as
+ * a plan made for less so that its arena packs might have them, given back
+ * to a budget.  Live at d.bwd with nothing dropped: 4 x 256 B of weights,
+ * 4 x 256 of momentum, data, a, b and c (4 x 1024), d.dout and c.dout (2 x
+ * 1024), d's gradient 256: 8448 B, 64.34 ms.  a dropped: a is gone at d.bwd
+ * and rebuilt (50 ms) for b.bwd: 7424 B, +50.  b dropped: it is rebuilt (4
+ * ms) for c.bwd, where data, a, b, b.dout, c.dout and c's and d's gradients
+ * are live: 7680 B, +4.  a and b (c too or not): b.bwd holds data, a
+ * (rebuilt), b.dout, a.dout and three gradients: 6912 B; a re-runs for
+ * c.bwd (under b) and for b.bwd, b once: +104, and c dropped +1 more with
+ * a a third time: +159.  The fastest set that fits each budget: all three
+ * below 6912 (nothing to give), a and b from 6912, a alone from 7424, b
+ * alone from 7680, none from 8448.
+ */
+static void give_back(void)
+{
+	static const struct {
+		uint64_t budget;
+		uint8_t a, b, c;
+		double ms;
+	} want[] = {
+		{ 6912, 1, 1, 1, 223.34 }, { 7168, 1, 1, 0, 168.34 }, { 7423, 1, 1, 0, 168.34 },
+		{ 7424, 1, 0, 0, 114.34 }, { 7679, 1, 0, 0, 114.34 }, { 7680, 0, 1, 0, 68.34 },
+		{ 8447, 0, 1, 0, 68.34 }, { 8448, 0, 0, 0, 64.34 }, { 1 << 20, 0, 0, 0, 64.34 },
+	};
+	struct fixture f;
+	struct mp_error err;
+
+	if (load(&f, "tests/data/dtr-chain.json") < 0) {
+		CHECK(0);
+		return;
+	}
+	f.req.ws_mode = MP_WS_NONE;
+	for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		int32_t a = net_find_tensor(f.net, "a.out"), b = net_find_tensor(f.net, "b.out"),
+			c = net_find_tensor(f.net, "c.out");
+		struct pl_state S;
+		struct mp_plan p;
+
+		f.req.budget_bytes = 6912; /* what the plan was made for */
+		plan_init(&p);
+		pl_init(&S, f.net, &f.route, &f.req);
+		S.drop[a] = S.drop[b] = S.drop[c] = 1;
+		CHECK(pl_build(&S, &err) == 0);
+		CHECK_U64(S.sim.peak_bytes, 6912);
+		CHECK(plan_greedy_give_back(&S, &p, want[i].budget, &err) == 0);
+		CHECK(S.req == &f.req); /* its budget as it was */
+		CHECK_U64(S.drop[a], want[i].a);
+		CHECK_U64(S.drop[b], want[i].b);
+		CHECK_U64(S.drop[c], want[i].c);
+		CHECK_NEAR(S.sim.time_ms, want[i].ms, 1e-9);
+		CHECK(S.sim.peak_bytes <= want[i].budget);
+		/* the note says so where something was given back */
+		CHECK((strstr(p.note, "; drops undone up to the budget") != NULL) == (want[i].ms < 223.34));
+		pl_release(&S);
+		plan_release(&p);
+	}
+	unload(&f);
+}
+
 /* greedy leaves its state built on the edits it returns: building them
  * again, swap-ins placed on the timeline the last build placed them on
  * (placed_on: a build moves step_start), gives the same schedule, peak and
@@ -740,6 +801,7 @@ int main(void)
 	many_gaps();
 	queued_swapins();
 	keep_from();
+	give_back();
 	glob_t g;
 
 	inplace_rebuild();
