@@ -25,6 +25,18 @@
 
 static unsigned placements_compared;
 
+/* load, planning with the default algorithms (--workspace none); a failure
+ * is counted.  0, or -1. */
+static int load_none(struct fixture *f, const char *path)
+{
+	if (load(f, path) < 0) {
+		CHECK(0);
+		return -1;
+	}
+	f->req.ws_mode = MP_WS_NONE;
+	return 0;
+}
+
 static void known(const char *path, double time_ms, double stall_ms)
 {
 	/* the planners that swap; checkpointing alone cannot reach 10752 B */
@@ -446,11 +458,8 @@ static void many_gaps(void)
 	struct fixture f;
 	struct mp_error err;
 
-	if (load(&f, "tests/data/skip-gaps.json") < 0) {
-		CHECK(0);
+	if (load_none(&f, "tests/data/skip-gaps.json") < 0)
 		return;
-	}
-	f.req.ws_mode = MP_WS_NONE;
 	for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		struct pl_state S;
 		int32_t s = net_find_tensor(f.net, "s.out");
@@ -581,11 +590,8 @@ static void queued_swapins(void)
 	double *timeline;
 	uint64_t big_bwd_jit = 0;
 
-	if (load(&f, "tests/data/three-swapins.json") < 0) {
-		CHECK(0);
+	if (load_none(&f, "tests/data/three-swapins.json") < 0)
 		return;
-	}
-	f.req.ws_mode = MP_WS_NONE;
 	pl_init(&S, f.net, &f.route, &f.req);
 	S.prefetch = PL_PREFETCH_JIT;
 	CHECK(pl_build(&S, &err) == 0);
@@ -658,11 +664,8 @@ static void keep_from(void)
 	struct fixture f;
 	struct mp_error err;
 
-	if (load(&f, "tests/data/dtr-chain.json") < 0) {
-		CHECK(0);
+	if (load_none(&f, "tests/data/dtr-chain.json") < 0)
 		return;
-	}
-	f.req.ws_mode = MP_WS_NONE;
 	f.req.budget_bytes = 1 << 20;
 	for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		struct pl_state S;
@@ -712,11 +715,8 @@ static void give_back(void)
 	struct fixture f;
 	struct mp_error err;
 
-	if (load(&f, "tests/data/dtr-chain.json") < 0) {
-		CHECK(0);
+	if (load_none(&f, "tests/data/dtr-chain.json") < 0)
 		return;
-	}
-	f.req.ws_mode = MP_WS_NONE;
 	for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		int32_t a = net_find_tensor(f.net, "a.out"), b = net_find_tensor(f.net, "b.out"),
 			c = net_find_tensor(f.net, "c.out");
