@@ -83,6 +83,11 @@ struct mp_plan_req {
 					 * for drops by the faster algorithms' time even
 					 * where their arena does not pack (set by plan_run
 					 * for its second greedy run) */
+	struct pl_alt *alt;             /* borrowed, may be NULL: where dynamic workspace
+					 * makes greedy's attempt slower, or its arena
+					 * overflow, the attempt with the algorithms it
+					 * was planned with is a candidate here too (set
+					 * by plan_run) */
 	/* dqn */
 	uint32_t dqn_episodes;          /* training episodes; 0: the default (DQN_EPISODES
 					 * from fresh weights, none from a loaded model) */
@@ -111,7 +116,7 @@ struct mp_plan {
 	bool weigh_split;               /* greedy: its swaps for drops were kept or not
 					 * only because of how they were weighed (plan_run
 					 * then plans again weighing the other way) */
-	char note[256];                 /* why it cannot fit, or what it did */
+	char note[512];                 /* why it cannot fit, or what it did */
 };
 
 void plan_init(struct mp_plan *p);

@@ -189,6 +189,13 @@ static int dynamic_workspace(struct pl_state *S, uint64_t budget, uint64_t *over
 	return rc;
 }
 
+/* Does p fit the budget, its simulated peak and its arena (p->fits is set
+ * only at the end, by plan_metrics)? */
+static bool plan_fits(const struct mp_plan *p, uint64_t budget)
+{
+	return p->sim.peak_bytes <= budget && p->arena_bytes <= budget;
+}
+
 /* Whether a should replace b: a fits budget, peak and arena, and b does
  * not, or a is faster. */
 static bool plan_beats(const struct mp_plan *a, const struct mp_plan *b, uint64_t budget)
@@ -252,6 +259,65 @@ static void plan_restart(struct mp_plan *out, const struct mp_plan *from)
 	out->uncached_swap_bytes = from->uncached_swap_bytes;
 }
 
+/* The fastest plan that fits of greedy's attempts that dynamic workspace
+ * made slower, or whose arena it made overflow, each with the default
+ * algorithms it was planned with (req->alt): faster steps can hide less of a plan's
+ * copies, placed for the planned steps' times (`memplan gen resnet18` at
+ * 50% of liveness: greedy's plan with the default algorithms 36.7 ms, given
+ * the faster ones 39.4 ms).  Kept aside, so that each of plan_run's
+ * re-plans starts from the plan it started from before: taken where it
+ * beats the plan plan_run ends with.  plain: it was planned so
+ * (req->plain_first). */
+struct pl_alt {
+	struct mp_plan p;
+	bool have, plain;
+};
+
+/* Greedy's S with the algorithms algo and swap-in timeline start it had
+ * before dynamic workspace, built again (swap-ins on the copy engine's queue
+ * where faster, as plan_attempt does) and offered to eff->alt: kept where
+ * it beats what alt holds.  out: the attempt's plan with dynamic workspace.
+ * 0, or -1 with *err. */
+static int plan_offer_alt(struct pl_state *S, const struct mp_plan_req *req, const struct mp_plan_req *eff,
+			  const int32_t *algo, const double *start, const struct mp_plan *out, struct mp_error *err)
+{
+	struct pl_alt *alt = eff->alt;
+	struct mp_plan c;
+	size_t l;
+
+	memcpy(S->algo, algo, S->net->n_ops * sizeof(*algo));
+	memcpy(S->step_start, start, S->r->n * sizeof(*start));
+	S->queue_in = eff->queue_swapins;
+	if (pl_build(S, err) < 0 || pl_queue_in(S, err) < 0)
+		return -1;
+	plan_restart(&c, out);
+	c.iterations = out->iterations;
+	pl_take(S, &c);
+	plan_assign_arena_within(S->net, &c, req->budget_bytes);
+	if (alt->have && !plan_beats(&c, &alt->p, req->budget_bytes)) {
+		plan_release(&c);
+		return 0;
+	}
+	memcpy(c.note, out->note, sizeof(c.note));
+	l = strlen(c.note);
+	if (eff->budget_bytes < req->budget_bytes) {
+		char b[32];
+
+		snprintf(c.note + l, sizeof(c.note) - l, " (planned for %s so the arena fits)",
+			 mp_fmt_bytes(eff->budget_bytes, b, sizeof(b)));
+		l = strlen(c.note);
+	}
+	snprintf(c.note + l, sizeof(c.note) - l, " (the default algorithms kept: %s)",
+		 plan_fits(out, req->budget_bytes) ? "the faster hid less of its copies" :
+		 "the faster's workspace did not pack");
+	if (alt->have)
+		plan_release(&alt->p);
+	alt->p = c;
+	alt->have = true;
+	alt->plain = eff->plain_first;
+	return 0;
+}
+
 /* One run of the planner for eff's budget: conv configurations (wr, wd),
  * the planner, dynamic workspace, the arena.  Returns dynamic_workspace's
  * 1 (with *dyn_over and *dyn_peak) or 0, or -1 with *err. */
@@ -266,6 +332,8 @@ static int plan_attempt(const struct mp_net *net, const struct mp_route *r, enum
 	struct pl_state S;
 	struct mp_plan_req low = *eff;
 	int reverted = 0;
+	int32_t *algo = NULL;
+	double *start = NULL, planned_ms;
 
 	/* (planned for less, the faster algorithms then have the rest) */
 	if (req->ws_mode == MP_WS_DYNAMIC && eff->ws_reserve > 0)
@@ -296,24 +364,42 @@ static int plan_attempt(const struct mp_net *net, const struct mp_route *r, enum
 		return -1;
 	}
 	S.req = eff;
+	planned_ms = S.sim.time_ms;
+	if (eff->alt && req->ws_mode == MP_WS_DYNAMIC && S.sim.peak_bytes <= req->budget_bytes) {
+		algo = mp_xmalloc((net->n_ops + 1) * sizeof(*algo));
+		start = mp_xmalloc((r->n + 1) * sizeof(*start));
+		memcpy(algo, S.algo, net->n_ops * sizeof(*algo));
+		memcpy(start, S.placed_on, r->n * sizeof(*start));
+	}
 	/* (a plan that misses what it was planned for and fits the budget
 	 * also has the faster algorithms where they fit) */
 	if (req->ws_mode == MP_WS_DYNAMIC && S.sim.peak_bytes <= req->budget_bytes &&
 	    (reverted = dynamic_workspace(&S, req->budget_bytes, dyn_over, dyn_peak, err)) < 0) {
+		free(algo);
+		free(start);
 		pl_release(&S);
 		return -1;
 	}
 	/* greedy's swap-ins on the engine's queue, where that is faster: not
 	 * the papers' planners, whose triggers are theirs */
 	if (which == MP_PLANNER_GREEDY && pl_queue_in(&S, err) < 0) {
+		free(algo);
+		free(start);
 		pl_release(&S);
 		return -1;
 	}
 	pl_take(&S, out);
-	pl_release(&S);
 	free(out->offset);
 	out->offset = NULL;
 	plan_assign_arena_within(net, out, req->budget_bytes);
+	/* (slower with the faster algorithms, or its arena does not pack
+	 * with them: the plan as planned is a candidate too) */
+	if (algo && reverted == 0 && (out->sim.time_ms > planned_ms || !plan_fits(out, req->budget_bytes)) &&
+	    plan_offer_alt(&S, req, eff, algo, start, out, err) < 0)
+		reverted = -1;
+	free(algo);
+	free(start);
+	pl_release(&S);
 	return reverted;
 }
 
@@ -452,13 +538,6 @@ static int plan_fixed_strategies(const struct mp_net *net, const struct mp_route
 	return 0;
 }
 
-/* Does p fit the budget, its simulated peak and its arena (p->fits is set
- * only at the end, by plan_metrics)? */
-static bool plan_fits(const struct mp_plan *p, uint64_t budget)
-{
-	return p->sim.peak_bytes <= budget && p->arena_bytes <= budget;
-}
-
 typedef int (*plan_fn)(const struct mp_net *net, const struct mp_route *r, enum mp_planner which,
 		       const struct mp_plan_req *req, struct mp_plan *out, struct mp_error *err);
 
@@ -582,17 +661,21 @@ static int plan_reserves(const struct mp_net *net, const struct mp_route *r, con
 int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner which,
 	     const struct mp_plan_req *req, struct mp_plan *out, struct mp_error *err)
 {
-	struct mp_plan_req cur = *req;
+	struct mp_plan_req mine = *req, cur;
+	struct pl_alt alt = { .have = false };
 
 	MP_ASSERT(which < MP_PLANNER_AUTO);
 	plan_release(out);
 	plan_init(out);
 	out->planner = which;
+	mine.alt = which == MP_PLANNER_GREEDY && req->ws_mode == MP_WS_DYNAMIC && !req->fit_only ? &alt : NULL;
+	req = &mine;
+	cur = mine;
 	if (plan_baseline(net, r, which, req, out, err) < 0 || plan_both_ways(net, r, which, req, out, err) < 0)
-		return -1;
+		goto fail;
 	if (which == MP_PLANNER_GREEDY && req->ws_mode == MP_WS_DYNAMIC &&
 	    plan_reserves(net, r, req, out, err) < 0)
-		return -1;
+		goto fail;
 	if (which == MP_PLANNER_GREEDY && req->ws_mode == MP_WS_DYNAMIC &&
 	    (!plan_fits(out, req->budget_bytes) ? !req->have_fit :
 	     !req->fit_only && out->sim.time_ms > (1 + PLAN_PLAIN_OVERHEAD) * out->baseline_ms)) {
@@ -601,21 +684,41 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 
 		plain.plain_first = true;
 		if ((rc = plan_greedy_again(net, r, &plain, out, err)) < 0)
-			return -1;
+			goto fail;
 		cur.plain_first = rc == 1; /* (the queue re-plans the plan kept) */
 	}
 	/* (have_fit as it was: where only greedy's last start fits, planned
 	 * again so it needs that start too, U-Net at 36% of liveness) */
 	cur.queue_swapins = true;
 	if (which == MP_PLANNER_GREEDY && out->sim.stall_ms > PLAN_QUEUE_STALL * out->sim.time_ms &&
-	    !(req->fit_only && plan_fits(out, req->budget_bytes)) && plan_greedy_again(net, r, &cur, out, err) < 0)
-		return -1;
+	    !(req->fit_only && plan_fits(out, req->budget_bytes))) {
+		/* (where the plan planned with the default algorithms beat
+		 * the one kept once it kept them, the queue re-plans it too) */
+		bool plain_too = !cur.plain_first && alt.have && alt.plain && plan_beats(&alt.p, out, req->budget_bytes);
+
+		if (plan_greedy_again(net, r, &cur, out, err) < 0)
+			goto fail;
+		cur.plain_first = true;
+		if (plain_too && plan_greedy_again(net, r, &cur, out, err) < 0)
+			goto fail;
+	}
+	if (alt.have && plan_beats(&alt.p, out, req->budget_bytes)) {
+		plan_release(out);
+		*out = alt.p;
+		alt.have = false;
+	}
+	if (alt.have)
+		plan_release(&alt.p);
 	/* (with wr or wd the default algorithms may break the workspace limit) */
 	if (which == MP_PLANNER_SUPERNEURONS && (req->ws_mode == MP_WS_NONE || req->ws_mode == MP_WS_DYNAMIC) &&
 	    plan_fixed_strategies(net, r, req, out, err) < 0)
 		return -1;
 	plan_metrics(out, req->budget_bytes);
 	return 0;
+fail:
+	if (alt.have)
+		plan_release(&alt.p);
+	return -1;
 }
 
 int plan_jobs_alone(struct mp_net *merged, struct mp_net *const *nets, enum mp_planner which,
