@@ -85,9 +85,10 @@ struct mp_plan_req {
 					 * for its second greedy run) */
 	struct pl_alt *alt;             /* borrowed, may be NULL: where dynamic workspace
 					 * makes greedy's attempt slower, or its arena
-					 * overflow, the attempt with the algorithms it
-					 * was planned with is a candidate here too (set
-					 * by plan_run) */
+					 * overflow, variants of the attempt (the default
+					 * algorithms, the faster with room left for the
+					 * arena) are candidates here too (set by
+					 * plan_run) */
 	/* dqn */
 	uint32_t dqn_episodes;          /* training episodes; 0: the default (DQN_EPISODES
 					 * from fresh weights, none from a loaded model) */
