@@ -715,15 +715,18 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 	cur.queue_swapins = true;
 	if (which == MP_PLANNER_GREEDY && out->sim.stall_ms > PLAN_QUEUE_STALL * out->sim.time_ms &&
 	    !(req->fit_only && plan_fits(out, req->budget_bytes))) {
-		/* (where the plan planned with the default algorithms beat
-		 * the one kept once it kept them, the queue re-plans it too) */
+		/* (where a plan kept aside, planned as with the default
+		 * algorithms, beats the plan held, the queue re-plans as with
+		 * them too) */
 		bool plain_too = !cur.plain_first && alt.have && alt.plain && plan_beats(&alt.p, out, req->budget_bytes);
 
 		if (plan_greedy_again(net, r, &cur, out, err) < 0)
 			goto fail;
-		cur.plain_first = true;
-		if (plain_too && plan_greedy_again(net, r, &cur, out, err) < 0)
-			goto fail;
+		if (plain_too) {
+			cur.plain_first = true;
+			if (plan_greedy_again(net, r, &cur, out, err) < 0)
+				goto fail;
+		}
 	}
 	if (alt.have && plan_beats(&alt.p, out, req->budget_bytes)) {
 		plan_release(out);
