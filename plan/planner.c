@@ -259,8 +259,9 @@ static void plan_restart(struct mp_plan *out, const struct mp_plan *from)
 	out->uncached_swap_bytes = from->uncached_swap_bytes;
 }
 
-/* The fastest plan that fits of the variants of greedy's attempts kept
- * aside (req->alt).  Where dynamic workspace made an attempt slower, or its
+/* The fastest of the variants of greedy's attempts kept aside (req->alt);
+ * the first one offered is held even where it does not fit, and plan_beats
+ * lets only one that fits replace the plan plan_run ends with.  Where dynamic workspace made an attempt slower, or its
  * arena overflow, the attempt with the default algorithms it was planned
  * with: faster steps can hide less of a plan's copies, placed for the
  * planned steps' times (`memplan gen resnet18` at 50% of liveness: greedy's
@@ -409,7 +410,9 @@ static int plan_attempt(const struct mp_net *net, const struct mp_route *r, enum
 	out->offset = NULL;
 	plan_assign_arena_within(net, out, req->budget_bytes);
 	/* (slower with the faster algorithms, or its arena does not pack
-	 * with them: the plan as planned is a candidate too) */
+	 * with them: the plan as planned is a candidate too; also where
+	 * dynamic workspace left every algorithm as it was, since its builds
+	 * moved the timeline the swap-ins are placed on: resnet34 at 33%) */
 	if (algo && reverted == 0 && (out->sim.time_ms > planned_ms || !plan_fits(out, req->budget_bytes)) &&
 	    plan_offer_alt(&S, req, eff, algo, start, 0, out, err) < 0)
 		reverted = -1;
@@ -445,8 +448,13 @@ static int plan_within_arena(const struct mp_net *net, const struct mp_route *r,
 		uint64_t dyn_over = 0, dyn_peak = 0;
 		int reverted = plan_attempt(net, r, which, req, &eff, out, &dyn_over, &dyn_peak, err);
 
-		if (reverted < 0)
+		if (reverted < 0) {
+			if (have_prev)
+				plan_release(&prev);
+			if (have_kept)
+				plan_release(&kept);
 			return -1;
+		}
 		if (out->sim.peak_bytes <= req->budget_bytes && out->arena_bytes <= req->budget_bytes) {
 			uint64_t from = dyn_peak < eff.budget_bytes ? dyn_peak : eff.budget_bytes;
 

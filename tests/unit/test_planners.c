@@ -696,10 +696,12 @@ static void keep_from(void)
  * ms) for c.bwd, where data, a, b, b.dout, c.dout and c's and d's gradients
  * are live: 7680 B, +4.  a and b (c too or not): b.bwd holds data, a
  * (rebuilt), b.dout, a.dout and three gradients: 6912 B; a re-runs for
- * c.bwd (under b) and for b.bwd, b once: +104, and c dropped +1 more with
- * a a third time: +159.  The fastest set that fits each budget: all three
- * below 6912 (nothing to give), a and b from 6912, a alone from 7424, b
- * alone from 7680, none from 8448.
+ * c.bwd (under b) and for b.bwd, b once: +104; c dropped too, c, b and a
+ * re-run for d.bwd: +55 more, +159.  The fastest set that fits each
+ * budget: a and b from 6912 (c kept or not, the peak is b.bwd's), a alone
+ * from 7424, b alone from 7680, none from 8448.  At 6912 itself nothing is
+ * given back: polish gives room back only below the budget, and the plan's
+ * peak is the budget.
  */
 static void give_back(void)
 {
