@@ -1462,9 +1462,7 @@ static int restart(struct pl_state *S, struct mp_plan *p, const uint8_t *host_ba
 	if (rc == 0 && (over ? pl_overflow(S, budget) >= over : pl_overflow(S, budget) > 0 || S->sim.time_ms >= ms)) {
 		rc = aside_put_back(S, p, &one, err);
 	} else if (rc == 0) {
-		size_t l = strlen(p->note);
-
-		snprintf(p->note + l, sizeof(p->note) - l, "; %s", how);
+		plan_note_add(p, "; %s", how);
 	}
 	aside_release(&one);
 	return rc;

@@ -122,6 +122,8 @@ struct mp_plan {
 
 void plan_init(struct mp_plan *p);
 void plan_release(struct mp_plan *p);
+/* Append to p->note, cut where it is full. */
+void plan_note_add(struct mp_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /*
  * Run one planner.  Returns 0 with *out filled (out->fits says whether the

@@ -5,6 +5,7 @@
  */
 #include "planners.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,16 @@ void plan_release(struct mp_plan *p)
 	sim_release(&p->sim);
 	free(p->offset);
 	memset(p, 0, sizeof(*p));
+}
+
+void plan_note_add(struct mp_plan *p, const char *fmt, ...)
+{
+	size_t l = strlen(p->note);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(p->note + l, sizeof(p->note) - l, fmt, ap);
+	va_end(ap);
 }
 
 void plan_metrics(struct mp_plan *p, uint64_t budget)
@@ -157,25 +168,23 @@ uint32_t pl_take_until(struct pl_state *S, const struct pl_cand *c, uint32_t n, 
 	return m;
 }
 
-/* Dynamic workspace on a planned state.  When the faster algorithms'
+/* Dynamic workspace on a planned state, whose algorithms and swap-in
+ * timeline as planned are algo and start.  When the faster algorithms'
  * workspace, filling the gaps, makes an arena that fitted overflow, the state
  * goes back to the algorithms it was planned with, and 1 is returned with
  * *over and *peak of the dynamic version: plan_run then also plans lower with
  * them and keeps the faster (re-planning lower alone could cost more than
  * the speed-ups give: ResNet-50 at 33% of liveness, greedy +188% instead of
- * +24%).  0, or -1 with *err. */
-static int dynamic_workspace(struct pl_state *S, uint64_t budget, uint64_t *over, uint64_t *peak,
-			     struct mp_error *err)
+ * +24%).  *changed: some algorithm changed.  0, or -1 with *err. */
+static int dynamic_workspace(struct pl_state *S, uint64_t budget, const int32_t *algo, const double *start,
+			     bool *changed, uint64_t *over, uint64_t *peak, struct mp_error *err)
 {
 	const struct mp_net *net = S->net;
-	int32_t *algo = mp_xmalloc((net->n_ops + 1) * sizeof(*algo));
-	double *start = mp_xmalloc((S->r->n + 1) * sizeof(*start));
 	int rc;
 
-	memcpy(algo, S->algo, net->n_ops * sizeof(*algo));
-	memcpy(start, S->placed_on, S->r->n * sizeof(*start));
 	/* (no algorithm changed: the planned schedule, no arena to ask) */
-	if ((rc = pl_dynamic_workspace(S, err)) == 0 && memcmp(algo, S->algo, net->n_ops * sizeof(*algo)) &&
+	if ((rc = pl_dynamic_workspace(S, err)) == 0 &&
+	    (*changed = memcmp(algo, S->algo, net->n_ops * sizeof(*algo)) != 0) &&
 	    (*over = pl_overflow(S, budget)) > 0) {
 		*peak = S->sim.peak_bytes;
 		memcpy(S->algo, algo, net->n_ops * sizeof(*algo));
@@ -184,8 +193,6 @@ static int dynamic_workspace(struct pl_state *S, uint64_t budget, uint64_t *over
 		if (rc == 1 && pl_overflow(S, budget) > 0) /* it overflowed already */
 			rc = pl_dynamic_workspace(S, err);
 	}
-	free(algo);
-	free(start);
 	return rc;
 }
 
@@ -259,13 +266,29 @@ static void plan_restart(struct mp_plan *out, const struct mp_plan *from)
 	out->uncached_swap_bytes = from->uncached_swap_bytes;
 }
 
+/* Say in p's note what plan_within_arena planned p for where that is not
+ * req's budget: eff, the budget it planned for, so that the arena fits;
+ * with a reserve, the share of it left to the faster algorithms. */
+static void note_planned_for(struct mp_plan *p, const struct mp_plan_req *req, uint64_t eff)
+{
+	char b[32];
+
+	if (req->ws_mode == MP_WS_DYNAMIC && req->ws_reserve > 0)
+		plan_note_add(p, " (planned for %s, leaving %.0f%% of %s to faster algorithms)",
+			      mp_fmt_bytes((uint64_t)((double)eff * (1 - req->ws_reserve)), b, sizeof(b)),
+			      100 * req->ws_reserve, eff < req->budget_bytes ? "what the arena allows" : "the budget");
+	else if (eff < req->budget_bytes)
+		plan_note_add(p, " (planned for %s so the arena fits)", mp_fmt_bytes(eff, b, sizeof(b)));
+}
+
 /* The fastest of the variants of greedy's attempts kept aside (req->alt);
  * the first one offered is held even where it does not fit, and plan_beats
- * lets only one that fits replace the plan plan_run ends with.  Where dynamic workspace made an attempt slower, or its
- * arena overflow, the attempt with the default algorithms it was planned
- * with: faster steps can hide less of a plan's copies, placed for the
- * planned steps' times (`memplan gen resnet18` at 50% of liveness: greedy's
- * plan with the default algorithms 36.7 ms, given the faster ones 39.4 ms).
+ * lets only one that fits replace the plan plan_run ends with.  Where
+ * dynamic workspace made an attempt slower, or its arena overflow, the
+ * attempt with the algorithms and swap-in timeline it was planned with:
+ * faster steps can hide less of a plan's copies, placed for the planned
+ * steps' times (`memplan gen resnet18` at 50% of liveness: greedy's plan
+ * with the default algorithms 36.7 ms, given the faster ones 39.4 ms).
  * Where dynamic workspace went back to the default algorithms because the
  * arena overflowed, the faster ones where their workspace leaves that
  * overflow free, or twice it (VGG-16 at 50%: +31.4% -> +17.7%).  Kept
@@ -282,15 +305,15 @@ struct pl_alt {
  * their workspace leaves room bytes of eff's budget free (room 0: none),
  * its swap-ins on the copy engine's queue where faster, as plan_attempt
  * does, and offered to eff->alt: kept where it beats what alt holds.  out:
- * the attempt's plan.  0, or -1 with *err. */
+ * the attempt's plan; changed: dynamic workspace changed an algorithm of
+ * it.  0, or -1 with *err. */
 static int plan_offer_alt(struct pl_state *S, const struct mp_plan_req *req, const struct mp_plan_req *eff,
-			  const int32_t *algo, const double *start, uint64_t room, const struct mp_plan *out,
-			  struct mp_error *err)
+			  const int32_t *algo, const double *start, uint64_t room, bool changed,
+			  const struct mp_plan *out, struct mp_error *err)
 {
 	struct pl_alt *alt = eff->alt;
 	struct mp_plan_req lim = *eff;
 	struct mp_plan c;
-	size_t l;
 	char b[32];
 	int rc;
 
@@ -314,19 +337,15 @@ static int plan_offer_alt(struct pl_state *S, const struct mp_plan_req *req, con
 		return 0;
 	}
 	memcpy(c.note, out->note, sizeof(c.note));
-	l = strlen(c.note);
-	if (eff->budget_bytes < req->budget_bytes) {
-		snprintf(c.note + l, sizeof(c.note) - l, " (planned for %s so the arena fits)",
-			 mp_fmt_bytes(eff->budget_bytes, b, sizeof(b)));
-		l = strlen(c.note);
-	}
+	note_planned_for(&c, req, eff->budget_bytes);
 	if (room)
-		snprintf(c.note + l, sizeof(c.note) - l, " (the faster algorithms where %s stays free for the "
-			 "arena)", mp_fmt_bytes(room, b, sizeof(b)));
+		plan_note_add(&c, " (the faster algorithms where %s stays free for the arena)",
+			      mp_fmt_bytes(room, b, sizeof(b)));
+	else if (!changed)
+		plan_note_add(&c, " (its swap-ins on the timeline it was planned on)");
 	else
-		snprintf(c.note + l, sizeof(c.note) - l, " (the default algorithms kept: %s)",
-			 plan_fits(out, req->budget_bytes) ? "the faster hid less of its copies" :
-			 "the faster's workspace did not pack");
+		plan_note_add(&c, " (the default algorithms kept: %s)", plan_fits(out, req->budget_bytes) ?
+			      "the faster hid less of its copies" : "the faster's workspace did not pack");
 	if (alt->have)
 		plan_release(&alt->p);
 	alt->p = c;
@@ -349,6 +368,7 @@ static int plan_attempt(const struct mp_net *net, const struct mp_route *r, enum
 	struct pl_state S;
 	struct mp_plan_req low = *eff;
 	int reverted = 0;
+	bool changed = false;
 	int32_t *algo = NULL;
 	double *start = NULL, planned_ms;
 
@@ -382,24 +402,18 @@ static int plan_attempt(const struct mp_net *net, const struct mp_route *r, enum
 	}
 	S.req = eff;
 	planned_ms = S.sim.time_ms;
-	if (eff->alt && req->ws_mode == MP_WS_DYNAMIC && S.sim.peak_bytes <= req->budget_bytes) {
+	/* (a plan that misses what it was planned for and fits the budget
+	 * also has the faster algorithms where they fit) */
+	if (req->ws_mode == MP_WS_DYNAMIC && S.sim.peak_bytes <= req->budget_bytes) {
 		algo = mp_xmalloc((net->n_ops + 1) * sizeof(*algo));
 		start = mp_xmalloc((r->n + 1) * sizeof(*start));
 		memcpy(algo, S.algo, net->n_ops * sizeof(*algo));
 		memcpy(start, S.placed_on, r->n * sizeof(*start));
-	}
-	/* (a plan that misses what it was planned for and fits the budget
-	 * also has the faster algorithms where they fit) */
-	if (req->ws_mode == MP_WS_DYNAMIC && S.sim.peak_bytes <= req->budget_bytes &&
-	    (reverted = dynamic_workspace(&S, req->budget_bytes, dyn_over, dyn_peak, err)) < 0) {
-		free(algo);
-		free(start);
-		pl_release(&S);
-		return -1;
+		reverted = dynamic_workspace(&S, req->budget_bytes, algo, start, &changed, dyn_over, dyn_peak, err);
 	}
 	/* greedy's swap-ins on the engine's queue, where that is faster: not
 	 * the papers' planners, whose triggers are theirs */
-	if (which == MP_PLANNER_GREEDY && pl_queue_in(&S, err) < 0) {
+	if (reverted < 0 || (which == MP_PLANNER_GREEDY && pl_queue_in(&S, err) < 0)) {
 		free(algo);
 		free(start);
 		pl_release(&S);
@@ -413,20 +427,31 @@ static int plan_attempt(const struct mp_net *net, const struct mp_route *r, enum
 	 * with them: the plan as planned is a candidate too; also where
 	 * dynamic workspace left every algorithm as it was, since its builds
 	 * moved the timeline the swap-ins are placed on: resnet34 at 33%) */
-	if (algo && reverted == 0 && (out->sim.time_ms > planned_ms || !plan_fits(out, req->budget_bytes)) &&
-	    plan_offer_alt(&S, req, eff, algo, start, 0, out, err) < 0)
+	if (eff->alt && algo && reverted == 0 &&
+	    (out->sim.time_ms > planned_ms || !plan_fits(out, req->budget_bytes)) &&
+	    plan_offer_alt(&S, req, eff, algo, start, 0, changed, out, err) < 0)
 		reverted = -1;
 	/* (where the faster algorithms' workspace made the arena overflow and
 	 * the attempt went back to the default ones: the faster where their
 	 * workspace leaves the overflow free, twice that, are candidates too) */
-	for (int k = 0; algo && reverted == 1 && k < 2; k++)
+	for (int k = 0; eff->alt && reverted == 1 && k < 2; k++)
 		if ((*dyn_over << k) < eff->budget_bytes &&
-		    plan_offer_alt(&S, req, eff, algo, start, *dyn_over << k, out, err) < 0)
+		    plan_offer_alt(&S, req, eff, algo, start, *dyn_over << k, true, out, err) < 0)
 			reverted = -1;
 	free(algo);
 	free(start);
 	pl_release(&S);
 	return reverted;
+}
+
+/* Does some step of p run other than the default algorithm? */
+static bool plan_gave_faster(const struct mp_plan *p)
+{
+	for (uint32_t i = 0; i < p->sched.n; i++)
+		if ((p->sched.a[i].kind == MP_ACT_COMPUTE || p->sched.a[i].kind == MP_ACT_RECOMPUTE) &&
+		    p->sched.a[i].algo >= 0)
+			return true;
+	return false;
 }
 
 /* The schedule must fit twice: its simulated peak, and the arena its
@@ -511,21 +536,10 @@ static int plan_within_arena(const struct mp_net *net, const struct mp_route *r,
 		}
 	}
 	if (out->arena_bytes <= req->budget_bytes) {
-		size_t l = strlen(out->note);
-		char b[32];
-
-		if (req->ws_mode == MP_WS_DYNAMIC && req->ws_reserve > 0)
-			snprintf(out->note + l, sizeof(out->note) - l, " (planned for %s, leaving %.0f%% of %s to "
-				 "faster algorithms)", mp_fmt_bytes((uint64_t)((double)eff.budget_bytes *
-				 (1 - req->ws_reserve)), b, sizeof(b)), 100 * req->ws_reserve,
-				 eff.budget_bytes < req->budget_bytes ? "what the arena allows" : "the budget");
-		else if (eff.budget_bytes < req->budget_bytes)
-			snprintf(out->note + l, sizeof(out->note) - l, " (planned for %s so the arena fits)",
-				 mp_fmt_bytes(eff.budget_bytes, b, sizeof(b)));
-		l = strlen(out->note);
+		note_planned_for(out, req, eff.budget_bytes);
 		if (req->ws_mode == MP_WS_DYNAMIC && req->plain_first)
-			snprintf(out->note + l, sizeof(out->note) - l, " (planned with the default algorithms, "
-				 "the faster given after)");
+			plan_note_add(out, " (planned with the default algorithms%s)",
+				      plan_gave_faster(out) ? ", the faster given after" : "");
 	}
 	return 0;
 }

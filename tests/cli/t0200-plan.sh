@@ -261,7 +261,7 @@ expect_run "default algorithms kept: resnet18 at 50%, --workspace none" 0 --stdo
 	memplan plan "$TMP/r18.json" --budget 386558832 --workspace none
 expect_run "default algorithms kept: gen resnet34" 0 -- memplan gen resnet34 -o "$TMP/r34.json"
 expect_run "default algorithms kept: resnet34 at 33%" 0 \
-	--stdout-grep "^planner +greedy: .* \(the default algorithms kept: the faster's workspace did not pack\)$" -- \
+	--stdout-grep "^planner +greedy: .* \(its swap-ins on the timeline it was planned on\)$" -- \
 	memplan plan "$TMP/r34.json" --budget 389785556 -o "$TMP/r34p.json"
 expect_run "default algorithms kept: resnet34 at 33%, its time" 0 --stdout-grep "overhead 77\.7%\)$" -- \
 	memplan plan "$TMP/r34.json" --budget 389785556 --planner greedy
