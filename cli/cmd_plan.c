@@ -1,5 +1,5 @@
 /*
- * memplan plan NET.json [NET2.json ...] --budget SIZE [--offset MS,...]
+ * memplan plan NET.json [NET2.json ...] --budget SIZE|P% [--offset MS,...]
  *   [--planner auto|all|NAME]
  *   [--device NAME|FILE] [--workspace none|dynamic|wr|wd] [--workspace-limit SIZE]
  *   [--checkpoints TYPES] [--time-limit SECONDS] [-o plan.json] [--trace FILE]
@@ -144,9 +144,11 @@ static void print_plan(const struct mp_net *net, const struct mp_plan_req *req, 
 		       req->dqn_model->train_s, (unsigned long long)req->dqn_seed);
 }
 
-/* --budget, and whether it was given */
+/* --budget, and whether it was given; pct > 0: a share of the liveness
+ * peak, in percent, resolved once the net is loaded (budget_of_liveness) */
 struct budget_arg {
 	uint64_t bytes;
+	double pct;
 	int given;
 };
 
@@ -154,13 +156,50 @@ static int set_budget(const char *name, const char *arg, void *dst)
 {
 	struct budget_arg *b = dst;
 	struct mp_error err;
+	size_t n = strlen(arg);
 
-	if (mp_parse_size(arg, &b->bytes, &err) < 0) {
+	if (n > 1 && arg[n - 1] == '%') {
+		char *end;
+
+		errno = 0;
+		b->pct = strtod(arg, &end);
+		if (strspn(arg, "0123456789.") != n - 1 || errno || end != arg + n - 1 || !(b->pct > 0 && b->pct <= 100)) {
+			cli_error(EXIT_BAD_INPUT, "%s: '%s' is not a share of the liveness peak (expected a "
+				  "percentage above 0 and at most 100, such as 50%%)", name, arg);
+			return -1;
+		}
+	} else if (mp_parse_size(arg, &b->bytes, &err) < 0) {
 		cli_error(EXIT_BAD_INPUT, "%s: %s", name, err.msg);
 		return -1;
 	}
 	b->given = 1;
 	return 0;
+}
+
+/* --budget P%: P percent of the peak memplan analyze gives the liveness
+ * strategy on req's device, the fraction the papers give their budgets
+ * as.  EXIT_OK, or the error's exit status after printing it. */
+static int budget_of_liveness(const struct mp_net *net, const struct mp_route *r, double pct, int fmt,
+			      struct mp_plan_req *req)
+{
+	struct mp_schedule s;
+	struct mp_sim sim;
+	struct mp_error err;
+	char b1[32], b2[32];
+	int rc;
+
+	sched_init(&s);
+	rc = analysis_strategy(net, r, MP_STRAT_LIVENESS, &req->popts, &req->device, &s, &sim, NULL, &err);
+	sched_release(&s);
+	if (rc < 0)
+		return cli_error(strncmp(err.msg, "internal", 8) ? EXIT_BAD_INPUT : EXIT_INTERNAL, "plan: %s", err.msg);
+	req->budget_bytes = (uint64_t)((double)sim.peak_bytes * pct / 100);
+	if (fmt == FMT_TABLE)
+		printf("budget: %s (%llu B), %g%% of the liveness peak %s (%llu B)\n",
+		       mp_fmt_bytes(req->budget_bytes, b1, sizeof(b1)), (unsigned long long)req->budget_bytes, pct,
+		       mp_fmt_bytes(sim.peak_bytes, b2, sizeof(b2)), (unsigned long long)sim.peak_bytes);
+	sim_release(&sim);
+	return EXIT_OK;
 }
 
 /* flags: the plan file keeps full precision (its net's SHA-256 depends on
@@ -618,12 +657,12 @@ int cmd_plan(int argc, char **argv)
 	const char *device_arg = NULL, *out_path = NULL, *trace_path = NULL, *model_path = NULL, *save_path = NULL;
 	struct dqn_model model;
 	struct planner_arg pl = { MP_PLANNER_AUTO, 0 };
-	struct budget_arg budget = { 0, 0 };
+	struct budget_arg budget = { 0, 0, 0 };
 	struct jobs_arg J;
 	struct mp_plan_req req;
 	int fmt = FMT_TABLE, k, rc, at, want_bound = 0;
 	const struct cli_opt opts[] = {
-		OPT_CALL("budget", 0, "SIZE", CLI_REQUIRED, &budget, set_budget),
+		OPT_CALL("budget", 0, "SIZE|P%", CLI_REQUIRED, &budget, set_budget),
 		OPT_CALL("planner", 0, "auto|all|NAME", 0, &pl, set_planner),
 		OPT_STRING("device", 0, "NAME|FILE", CLI_NEWLINE, &device_arg),
 		OPT_CHOICE("workspace", "none|dynamic|wr|wd", 0, &req.ws_mode, ws_modes, "mode", "none, dynamic, wr, wd"),
@@ -703,6 +742,8 @@ int cmd_plan(int argc, char **argv)
 		rc = cli_error(EXIT_BAD_INPUT, "%s: %s", what, err.msg);
 		goto out_net;
 	}
+	if (budget.pct > 0 && (rc = budget_of_liveness(net, &route, budget.pct, fmt, &req)) != EXIT_OK)
+		goto out_route;
 	policy_layer_min(net, &route, &lmin);
 	if (req.budget_bytes < lmin.bytes) {
 		rc = cli_error(EXIT_NO, "plan: budget %s is below the layer-wise minimum %s (step %u, %s)",

@@ -1,7 +1,7 @@
 #!/bin/sh
 # memplan plan: the known plans of examples/swap-chain.json and
 # swap-wait.json, the refusals, the plan and trace files, --planner all, the
-# checkpointing planners, bad options.
+# checkpointing planners, --budget as a share of liveness, bad options.
 . "$(dirname "$0")/../lib.sh"
 
 expect_run "swap-chain table" 0 --stdout plan-swap-chain.out -- \
@@ -256,7 +256,13 @@ expect_run "default algorithms first: verify" 0 --stdout-grep '^data +every read
 # runs it with its data intact
 expect_run "default algorithms kept: gen resnet18" 0 -- memplan gen resnet18 -o "$TMP/r18.json"
 expect_run "default algorithms kept: resnet18 at 50%" 0 --stdout-grep "overhead 28\.9%\)$" -- \
-	memplan plan "$TMP/r18.json" --budget 386558832
+	memplan plan "$TMP/r18.json" --budget 386558832 -o "$TMP/r18-bytes.json"
+# the same budget given as a share of the liveness peak (773117664 B / 2)
+# gives the same plan file, byte for byte
+expect_run "budget 50% of liveness: resnet18" 0 \
+	--stdout-grep "^budget: 368\.7 MiB \(386558832 B\), 50% of the liveness peak 737\.3 MiB \(773117664 B\)$" -- \
+	memplan plan "$TMP/r18.json" --budget 50% -o "$TMP/r18-pct.json"
+expect_run "budget 50% of liveness: the same plan file" 0 -- cmp "$TMP/r18-bytes.json" "$TMP/r18-pct.json"
 expect_run "default algorithms kept: resnet18 at 50%, --workspace none" 0 --stdout-grep "overhead 28\.9%\)$" -- \
 	memplan plan "$TMP/r18.json" --budget 386558832 --workspace none
 expect_run "default algorithms kept: gen resnet34" 0 -- memplan gen resnet34 -o "$TMP/r34.json"
@@ -300,6 +306,23 @@ expect_run "help lists the planners" 0 --stdout-grep "^planners: superneurons, t
 expect_run "no budget" 2 --stderr-grep "plan: --budget is required" -- memplan plan examples/tiny.json
 expect_run "bad budget" 2 --stderr "memplan: --budget: 'lots' is not a size (expected a number with an optional unit such as 512M or 11G)" -- \
 	memplan plan examples/tiny.json --budget lots
+# --budget P%: 7997264 B of liveness (memplan analyze) x 0.9 = 7197537.6
+expect_run "budget as a share of liveness" 0 \
+	--stdout-grep "^budget: 6\.9 MiB \(7197537 B\), 90% of the liveness peak 7\.6 MiB \(7997264 B\)$" -- \
+	memplan plan examples/tiny.json --budget 90%
+expect_run "budget as a share of liveness, json" 0 --stdout-grep '^ +"budget_bytes": 7197537,$' -- \
+	memplan plan examples/tiny.json --budget 90% --format json
+expect_run "budget as a share of liveness, json is only json" 0 -- \
+	sh -c "'$MEMPLAN' plan examples/tiny.json --budget 90% --format json | head -n 1 | grep -qx '{'"
+# of two jobs: the liveness peak of the merged run, 13897376 B x 0.9
+expect_run "budget as a share of liveness, two jobs" 0 \
+	--stdout-grep "^budget: 11\.9 MiB \(12507638 B\), 90% of the liveness peak 13\.3 MiB \(13897376 B\)$" -- \
+	memplan plan examples/tiny.json examples/tiny.json --budget 90%
+for b in 0% 101% abc% 1e1% ' 5%' 1..2%; do
+	expect_run "bad budget share '$b'" 2 --stderr "memplan: --budget: '$b' is not a share of the liveness peak (expected a percentage above 0 and at most 100, such as 50%)" -- \
+		memplan plan examples/tiny.json --budget "$b" -o "$TMP/share.json"
+	expect_run "bad budget share '$b': no plan file" 0 -- test ! -e "$TMP/share.json"
+done
 expect_run "bad planner" 2 --stderr "memplan: --planner: unknown planner 'magic' (auto, superneurons, tf-swap, tensile, greedy, chain, chen, checkpoint-blocks, optimal, dqn, all)" -- \
 	memplan plan examples/tiny.json --budget 1G --planner magic
 expect_run "bad workspace" 2 --stderr "memplan: --workspace: unknown mode 'big' (none, dynamic, wr, wd)" -- \
