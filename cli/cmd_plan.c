@@ -171,6 +171,8 @@ static int set_budget(const char *name, const char *arg, void *dst)
 	} else if (mp_parse_size(arg, &b->bytes, &err) < 0) {
 		cli_error(EXIT_BAD_INPUT, "%s: %s", name, err.msg);
 		return -1;
+	} else {
+		b->pct = 0; /* (the last --budget wins) */
 	}
 	b->given = 1;
 	return 0;

@@ -314,6 +314,11 @@ expect_run "budget as a share of liveness, json" 0 --stdout-grep '^ +"budget_byt
 	memplan plan examples/tiny.json --budget 90% --format json
 expect_run "budget as a share of liveness, json is only json" 0 -- \
 	sh -c "'$MEMPLAN' plan examples/tiny.json --budget 90% --format json | head -n 1 | grep -qx '{'"
+# the last --budget wins, a share or bytes
+expect_run "budget: a share, then bytes" 0 --stdout-grep "^net 'tiny' under a budget of 7\.0 MiB on" -- \
+	memplan plan examples/tiny.json --budget 90% --budget 7M
+expect_run "budget: bytes, then a share" 0 --stdout-grep "^budget: 6\.9 MiB \(7197537 B\)" -- \
+	memplan plan examples/tiny.json --budget 7M --budget 90%
 # of two jobs: the liveness peak of the merged run, 13897376 B x 0.9
 expect_run "budget as a share of liveness, two jobs" 0 \
 	--stdout-grep "^budget: 11\.9 MiB \(12507638 B\), 90% of the liveness peak 13\.3 MiB \(13897376 B\)$" -- \
