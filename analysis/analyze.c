@@ -29,6 +29,7 @@ int analysis_strategy(const struct mp_net *net, const struct mp_route *r, enum m
 	policy_build(net, r, s, &alt, &s2, &info2);
 	if (sim_run(net, dev, &s2, &sim2, err) < 0) {
 		sched_release(&s2);
+		sim_release(sim);
 		return -1;
 	}
 	if (sim2.peak_bytes < sim->peak_bytes ||

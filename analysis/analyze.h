@@ -40,7 +40,7 @@ struct mp_analysis {
  * with the lower peak (then the faster) kept: rebuilding from an offloaded
  * input pays when the prefetch it brings forward is cheap, not otherwise,
  * and only the simulator knows which.  out is initialised by the caller;
- * 0, or -1 with *err (an internal error).
+ * 0, or -1 with *err (an internal error) and nothing held in *sim.
  */
 int analysis_strategy(const struct mp_net *net, const struct mp_route *r, enum mp_strategy s,
 		      const struct mp_policy_opts *o, const struct mp_device *dev,
