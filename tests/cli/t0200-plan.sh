@@ -263,6 +263,14 @@ expect_run "budget 50% of liveness: resnet18" 0 \
 	--stdout-grep "^budget: 368\.7 MiB \(386558832 B\), 50% of the liveness peak 737\.3 MiB \(773117664 B\)$" -- \
 	memplan plan "$TMP/r18.json" --budget 50% -o "$TMP/r18-pct.json"
 expect_run "budget 50% of liveness: the same plan file" 0 -- cmp "$TMP/r18-bytes.json" "$TMP/r18-pct.json"
+# greedy's re-plan as with the default algorithms wins, and dynamic
+# workspace gives no step a faster one (no "conv algorithms" line): the note
+# says only the first half
+expect_run "default algorithms kept: resnet18 at 50%, greedy's note" 0 \
+	--stdout-grep "^planner +greedy: .*; optimizer state on the host from the start \(planned with the default algorithms\)$" -- \
+	memplan plan "$TMP/r18.json" --budget 50% --planner greedy
+expect_run "default algorithms kept: resnet18 at 50%, no faster algorithm" 0 -- \
+	sh -c "! '$MEMPLAN' plan '$TMP/r18.json' --budget 50% --planner greedy | grep -q '^conv algorithms'"
 expect_run "default algorithms kept: resnet18 at 50%, --workspace none" 0 --stdout-grep "overhead 28\.9%\)$" -- \
 	memplan plan "$TMP/r18.json" --budget 386558832 --workspace none
 expect_run "default algorithms kept: gen resnet34" 0 -- memplan gen resnet34 -o "$TMP/r34.json"
@@ -279,6 +287,9 @@ expect_run "default algorithms kept: verify" 0 --stdout-grep '^data +every read 
 # VGG-16 at 50% of liveness, auto, +31.4% -> +17.7%; resnet18 at 60%
 # -3.1% -> -3.2%, and the host runs that plan with its data intact
 expect_run "faster algorithms with room for the arena: VGG-16 at 50%" 0 --stdout-grep "overhead 17\.7%\)$" -- \
+	memplan plan examples/vgg16-b64.json --budget 2812280900
+expect_run "faster algorithms with room for the arena: VGG-16 at 50%, the note says the reserve" 0 \
+	--stdout-grep "^planner +greedy: .* \(planned for 2\.4 GiB, leaving 10% of the budget to faster algorithms\) \(the faster algorithms where 113\.7 MiB stays free for the arena\)$" -- \
 	memplan plan examples/vgg16-b64.json --budget 2812280900
 expect_run "faster algorithms with room for the arena: resnet18 at 60%" 0 \
 	--stdout-grep "^planner +greedy: .* \(the faster algorithms where 10\.9 MiB stays free for the arena\)$" -- \
