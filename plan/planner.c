@@ -635,9 +635,9 @@ static int plan_greedy_again(const struct mp_net *net, const struct mp_route *r,
 	return plan_also(net, r, MP_PLANNER_GREEDY, plan_both_ways, other, other->budget_bytes, out, err);
 }
 
-/* Does some op have an algorithm faster than its default, by more than
- * PLAN_RESERVE_GAIN of the net's time in all? */
-static bool faster_algorithms(const struct mp_net *net)
+/* Do the ops' algorithms faster than their defaults save more than share
+ * of the net's time in all (share 0: does any have one)? */
+static bool faster_algorithms(const struct mp_net *net, double share)
 {
 	double all = 0, gain = 0;
 
@@ -650,7 +650,7 @@ static bool faster_algorithms(const struct mp_net *net)
 		all += net->ops[o].ms;
 		gain += net->ops[o].ms - best;
 	}
-	return gain > PLAN_RESERVE_GAIN * all;
+	return gain > share * all;
 }
 
 /* Greedy with dynamic workspace plans its drops and swaps first and gives
@@ -667,7 +667,7 @@ static int plan_reserves(const struct mp_net *net, const struct mp_route *r, con
 	/* (where the plan already pays much for its saving, planning for less
 	 * pays more than the algorithms give back: U-Net at 50% of liveness,
 	 * +41.9%, gained nothing for 14 times the CPU) */
-	if (!faster_algorithms(net) || out->sim.peak_bytes > req->budget_bytes || out->arena_bytes > req->budget_bytes ||
+	if (!faster_algorithms(net, PLAN_RESERVE_GAIN) || out->sim.peak_bytes > req->budget_bytes || out->arena_bytes > req->budget_bytes ||
 	    out->sim.time_ms > (1 + PLAN_RESERVE_MAX_OVERHEAD) * out->baseline_ms)
 		return 0;
 	for (size_t k = 0; k < sizeof(reserves) / sizeof(reserves[0]); k++) {
@@ -721,7 +721,8 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 	if (which == MP_PLANNER_GREEDY && req->ws_mode == MP_WS_DYNAMIC &&
 	    plan_reserves(net, r, req, out, err) < 0)
 		goto fail;
-	if (which == MP_PLANNER_GREEDY && req->ws_mode == MP_WS_DYNAMIC &&
+	/* (not where no op has a faster algorithm: the same plan again) */
+	if (which == MP_PLANNER_GREEDY && req->ws_mode == MP_WS_DYNAMIC && faster_algorithms(net, 0) &&
 	    (!plan_fits(out, req->budget_bytes) ? !req->have_fit :
 	     !req->fit_only && out->sim.time_ms > (1 + PLAN_PLAIN_OVERHEAD) * out->baseline_ms)) {
 		struct mp_plan_req plain = *req;
