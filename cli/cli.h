@@ -28,6 +28,9 @@ int cmd_profile(int argc, char **argv);
 
 /* "memplan: <fmt>" on stderr; returns EXIT_BAD_INPUT for `return die_usage(..)`. */
 int cli_error(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A library call's failure, "memplan: WHAT: message": EXIT_INTERNAL where
+ * the message says "internal...", else EXIT_BAD_INPUT. */
+int cli_lib_error(const char *what, const struct mp_error *err);
 
 /* Load a net, printing "memplan: FILE: path: what" on failure (NULL). */
 struct mp_net *cli_load_net(const char *path);

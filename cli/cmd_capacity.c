@@ -627,7 +627,7 @@ int cmd_capacity(int argc, char **argv)
 		if ((rc = gpu_query(&gpus[i], &A, net)) != EXIT_OK)
 			goto out;
 		if (cap_run(&gpus[i].q, gpus[i].res, &err) < 0) {
-			rc = cli_error(strncmp(err.msg, "internal", 8) ? EXIT_BAD_INPUT : EXIT_INTERNAL, "capacity: %s", err.msg);
+			rc = cli_lib_error("capacity", &err);
 			goto out;
 		}
 	}

@@ -194,7 +194,7 @@ static int budget_of_liveness(const struct mp_net *net, const struct mp_route *r
 	rc = analysis_strategy(net, r, MP_STRAT_LIVENESS, &req->popts, &req->device, &s, &sim, NULL, &err);
 	sched_release(&s);
 	if (rc < 0)
-		return cli_error(strncmp(err.msg, "internal", 8) ? EXIT_BAD_INPUT : EXIT_INTERNAL, "plan: %s", err.msg);
+		return cli_lib_error("plan", &err);
 	req->budget_bytes = (uint64_t)((double)sim.peak_bytes * pct / 100);
 	if (fmt == FMT_TABLE)
 		printf("budget: %s (%llu B), %g%% of the liveness peak %s (%llu B)\n",
@@ -345,8 +345,7 @@ static int run_planners(const struct mp_net *net, const struct mp_route *route, 
 		if (which == MP_PLANNER_AUTO ? i >= MP_PLANNER__COUNT : which != i)
 			continue;
 		if (plan_run(net, route, (enum mp_planner)i, req, &plans[i], &err) < 0)
-			return cli_error(strncmp(err.msg, "internal", 8) ? EXIT_BAD_INPUT : EXIT_INTERNAL, "%s: %s",
-					 net_path, err.msg);
+			return cli_lib_error(net_path, &err);
 		if (plans[i].fits && (*best < 0 || plans[i].sim.time_ms < plans[*best].sim.time_ms ||
 				      (plans[i].sim.time_ms == plans[*best].sim.time_ms &&
 				       plans[i].sim.peak_bytes < plans[*best].sim.peak_bytes)))

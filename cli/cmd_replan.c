@@ -178,7 +178,7 @@ int cmd_replan(int argc, char **argv)
 	replan_factors(net, t, alpha, factor);
 	if (replan_run(json_object_get(root, net->n_jobs ? "jobs" : "net"), net, &req, plan.planner, factor, alpha, &re,
 		       &err) < 0) {
-		rc = cli_error(strncmp(err.msg, "internal", 8) ? EXIT_BAD_INPUT : EXIT_INTERNAL, "replan: %s", err.msg);
+		rc = cli_lib_error("replan", &err);
 		goto out;
 	}
 	printf("replan    %s: net '%s', planner %s, budget %s, device %s\n", path, net->name,

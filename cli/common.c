@@ -38,6 +38,11 @@ int cli_error(int status, const char *fmt, ...)
 	return status;
 }
 
+int cli_lib_error(const char *what, const struct mp_error *err)
+{
+	return cli_error(strncmp(err->msg, "internal", 8) ? EXIT_BAD_INPUT : EXIT_INTERNAL, "%s: %s", what, err->msg);
+}
+
 struct mp_net *cli_load_net(const char *path)
 {
 	struct mp_error err = { "" };
