@@ -703,6 +703,96 @@ static int plan_reserves(const struct mp_net *net, const struct mp_route *r, con
  * CPU. */
 #define PLAN_PLAIN_OVERHEAD 0.25
 
+/* A swap-in's place in the order its run is issued in: the action index
+ * of its wait (its first use), ties by its own index. */
+struct issue {
+	uint32_t wait, at;
+};
+
+static int by_wait(const void *a, const void *b)
+{
+	const struct issue *x = a, *y = b;
+
+	if (x->wait != y->wait)
+		return x->wait < y->wait ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/*
+ * The swap-ins a schedule issues together (a run of swap_in actions before
+ * one step) go to the copy engine first come first served, and the
+ * planners emit them in tensor order: GPT-2's layer 10 waited behind
+ * layers 6 to 9, whose backward comes after it.  Here each run goes in the
+ * order of the waits that follow it, the one needed first first (earliest
+ * deadline first, which on one engine is what lands them all soonest),
+ * simulated again, and kept where the plan still fits, peak and arena, and
+ * is faster.  No trigger moves, so no planner's rule changes; done once on
+ * the plan plan_run ends with, so none of its re-plans decides
+ * differently (done in each attempt, U-Net at 50% of liveness lost: auto
+ * +23.0% -> +32.2%).  0, or -1 with *err.
+ */
+int plan_issue_by_use(const struct mp_net *net, const struct mp_plan_req *req, struct mp_plan *out,
+		      struct mp_error *err)
+{
+	const struct mp_schedule *s = &out->sched;
+	uint32_t *wait = mp_xmalloc((net->n_tensors + 1) * sizeof(*wait));
+	struct issue *run = mp_xmalloc((s->n + 1) * sizeof(*run));
+	struct mp_action *tmp = mp_xmalloc((s->n + 1) * sizeof(*tmp));
+	struct mp_plan c = *out;
+	bool moved = false;
+	int rc = 0;
+
+	c.sched.a = mp_xmalloc((s->n + 1) * sizeof(*c.sched.a));
+	c.sched.cap = s->n;
+	memcpy(c.sched.a, s->a, s->n * sizeof(*s->a));
+	c.sched.micro = mp_xmalloc((s->n_micro + 1) * sizeof(*c.sched.micro));
+	c.sched.cap_micro = s->n_micro;
+	memcpy(c.sched.micro, s->micro, s->n_micro * sizeof(*s->micro));
+	memset(&c.sim, 0, sizeof(c.sim));
+	c.offset = NULL;
+	/* each swap-in's wait: the next one on its tensor */
+	for (uint32_t t = 0; t < net->n_tensors; t++)
+		wait[t] = UINT32_MAX;
+	for (uint32_t i = s->n; i-- > 0;) {
+		if (s->a[i].kind == MP_ACT_WAIT)
+			wait[s->a[i].tensor] = i;
+		else if (s->a[i].kind == MP_ACT_SWAP_IN)
+			run[i] = (struct issue){ wait[s->a[i].tensor], i };
+	}
+	for (uint32_t i = 0, j; i < s->n; i = j + 1) {
+		for (j = i; j < s->n && s->a[j].kind == MP_ACT_SWAP_IN; j++)
+			;
+		if (j - i < 2)
+			continue;
+		qsort(run + i, j - i, sizeof(*run), by_wait);
+		for (uint32_t k = i; k < j; k++) {
+			tmp[k] = s->a[run[k].at];
+			moved |= run[k].at != k;
+		}
+		memcpy(c.sched.a + i, tmp + i, (j - i) * sizeof(*tmp));
+	}
+	free(wait);
+	free(run);
+	free(tmp);
+	if (moved && (rc = sim_run(net, &req->device, &c.sched, &c.sim, err)) == 0 &&
+	    c.sim.peak_bytes <= req->budget_bytes && c.sim.time_ms < out->sim.time_ms) {
+		plan_assign_arena_within(net, &c, req->budget_bytes);
+		if (plan_beats(&c, out, req->budget_bytes)) {
+			sched_release(&out->sched);
+			sim_release(&out->sim);
+			free(out->offset);
+			*out = c;
+			plan_note_add(out, " (swap-ins issued in the order of their uses)");
+			return 0;
+		}
+	}
+	sched_release(&c.sched);
+	if (moved && rc == 0)
+		sim_release(&c.sim);
+	free(c.offset);
+	return rc;
+}
+
 int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner which,
 	     const struct mp_plan_req *req, struct mp_plan *out, struct mp_error *err)
 {
@@ -761,6 +851,8 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 	/* (with wr or wd the default algorithms may break the workspace limit) */
 	if (which == MP_PLANNER_SUPERNEURONS && (req->ws_mode == MP_WS_NONE || req->ws_mode == MP_WS_DYNAMIC) &&
 	    plan_fixed_strategies(net, r, req, out, err) < 0)
+		return -1;
+	if (plan_issue_by_use(net, req, out, err) < 0)
 		return -1;
 	plan_metrics(out, req->budget_bytes);
 	return 0;

@@ -26,6 +26,12 @@ int plan_chain(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_chen(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_blocks(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
+/* out's runs of swap-ins issued together in the order of their waits,
+ * simulated again on req's device and kept where out still fits req's
+ * budget, peak and arena, and is faster (plan_run's last step, plan/planner.c).
+ * 0, or -1 with *err. */
+int plan_issue_by_use(const struct mp_net *net, const struct mp_plan_req *req, struct mp_plan *out,
+		      struct mp_error *err);
 /* dqn (plan/dqn.c): swap and recompute decisions of a deep Q-network over a
  * structure2vec embedding, trained on the simulator (or loaded). */
 int plan_dqn(struct pl_state *S, struct mp_plan *p, struct mp_error *err);

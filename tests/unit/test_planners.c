@@ -643,6 +643,77 @@ static void queued_swapins(void)
 	unload(&f);
 }
 
+/* The index in p's schedule of t's swap-in (UINT32_MAX: none). */
+static uint32_t swap_in_at(const struct mp_plan *p, int32_t t)
+{
+	for (uint32_t k = 0; k < p->sched.n; k++)
+		if (p->sched.a[k].kind == MP_ACT_SWAP_IN && p->sched.a[k].tensor == t)
+			return k;
+	return UINT32_MAX;
+}
+
+/*
+ * plan_issue_by_use on the plans of queued_swapins.  Just in time one at a
+ * time, a and b are issued together at q.bwd, a first (tensor order): a
+ * 10.0 to 10.9192, b to 11.8384, b.bwd waits 0.6384 ms, 12.2384 ms.  In the
+ * order of their waits, b (read at b.bwd, 11.2) goes first: b 10.0 to
+ * 10.9192, in time; a 10.9192 to 11.8384, so a.bwd (11.4 once c.bwd and
+ * b.bwd have run) waits 0.4384 ms: 11.6 + 0.4384 = 12.0384 ms, the same
+ * three copies resident from q.bwd on, so the same peak.  On the queue,
+ * b and c go together at big.bwd, b first: c first lands both long before
+ * c.bwd (8.0 to 9.8384 either way), no faster, so the plan stays as it
+ * was.  The note says where the order changed.
+ */
+static void issued_by_use(void)
+{
+	struct fixture f;
+	struct mp_error err;
+	struct pl_state S;
+	double *timeline;
+	int32_t a, b, c;
+
+	if (load_none(&f, "tests/data/three-swapins.json") < 0)
+		return;
+	a = net_find_tensor(f.net, "a.out");
+	b = net_find_tensor(f.net, "b.out");
+	c = net_find_tensor(f.net, "c.out");
+	pl_init(&S, f.net, &f.route, &f.req);
+	S.prefetch = PL_PREFETCH_JIT;
+	CHECK(pl_build(&S, &err) == 0);
+	timeline = malloc(f.route.n * sizeof(*timeline));
+	memcpy(timeline, S.step_start, f.route.n * sizeof(*timeline));
+	for (int k = 0; k < 3; k++)
+		CHECK(pl_gap_add(&S, k == 0 ? a : k == 1 ? b : c, f.route.pos[net_find_op(f.net, "big.fwd")]));
+	for (int queue = 0; queue < 2; queue++) {
+		struct mp_plan p;
+		uint64_t peak;
+
+		plan_init(&p);
+		memcpy(S.step_start, timeline, f.route.n * sizeof(*timeline));
+		S.queue_in = queue;
+		CHECK(pl_build(&S, &err) == 0);
+		peak = S.sim.peak_bytes;
+		f.req.budget_bytes = peak;
+		pl_take(&S, &p);
+		plan_assign_arena_within(f.net, &p, f.req.budget_bytes);
+		CHECK(p.arena_bytes <= f.req.budget_bytes);
+		CHECK_NEAR(p.sim.time_ms, queue ? 11.6 : 12.2384, 1e-9);
+		/* tensor order: a before b at q.bwd; b before c at big.bwd */
+		CHECK(queue ? swap_in_at(&p, b) + 1 == swap_in_at(&p, c) : swap_in_at(&p, a) + 1 == swap_in_at(&p, b));
+		CHECK(plan_issue_by_use(f.net, &f.req, &p, &err) == 0);
+		CHECK_NEAR(p.sim.time_ms, queue ? 11.6 : 12.0384, 1e-9);
+		CHECK_NEAR(p.sim.stall_ms, queue ? 0 : 0.4384, 1e-9);
+		CHECK_U64(p.sim.peak_bytes, peak);
+		CHECK(p.arena_bytes <= f.req.budget_bytes);
+		CHECK(queue ? swap_in_at(&p, b) + 1 == swap_in_at(&p, c) : swap_in_at(&p, b) + 1 == swap_in_at(&p, a));
+		CHECK((strstr(p.note, " (swap-ins issued in the order of their uses)") != NULL) == !queue);
+		plan_release(&p);
+	}
+	free(timeline);
+	pl_release(&S);
+	unload(&f);
+}
+
 /*
  * keep_from on tests/data/dtr-chain.json (re-runs: a.fwd 50 ms, b.fwd 4,
  * c.fwd 1) with a, b and c dropped: d.bwd reads c (rebuilt from b, from a),
@@ -802,6 +873,7 @@ int main(void)
 	swap_for_drop();
 	many_gaps();
 	queued_swapins();
+	issued_by_use();
 	keep_from();
 	give_back();
 	glob_t g;
