@@ -332,8 +332,7 @@ int cmd_analyze(int argc, char **argv)
 	if (!(net = cli_load_net(argv[at])))
 		return EXIT_BAD_INPUT;
 	if (analysis_run(net, device_arg ? &dev : NULL, show, &popts, &a, &err) < 0) {
-		rc = strncmp(err.msg, "internal error", 14) ? EXIT_BAD_INPUT : EXIT_INTERNAL;
-		cli_error(rc, "%s: %s", argv[at], err.msg);
+		rc = cli_lib_error(argv[at], &err);
 		net_free(net);
 		return rc;
 	}

@@ -744,10 +744,12 @@ int plan_issue_by_use(const struct mp_net *net, const struct mp_plan_req *req, s
 
 	c.sched.a = mp_xmalloc((s->n + 1) * sizeof(*c.sched.a));
 	c.sched.cap = s->n;
-	memcpy(c.sched.a, s->a, s->n * sizeof(*s->a));
+	if (s->n)
+		memcpy(c.sched.a, s->a, s->n * sizeof(*s->a));
 	c.sched.micro = mp_xmalloc((s->n_micro + 1) * sizeof(*c.sched.micro));
 	c.sched.cap_micro = s->n_micro;
-	memcpy(c.sched.micro, s->micro, s->n_micro * sizeof(*s->micro));
+	if (s->n_micro) /* (NULL where no step runs in micro-batches) */
+		memcpy(c.sched.micro, s->micro, s->n_micro * sizeof(*s->micro));
 	memset(&c.sim, 0, sizeof(c.sim));
 	c.offset = NULL;
 	/* each swap-in's wait: the next one on its tensor */
@@ -782,9 +784,17 @@ int plan_issue_by_use(const struct mp_net *net, const struct mp_plan_req *req, s
 			sim_release(&out->sim);
 			free(out->offset);
 			*out = c;
+			plan_metrics(out, req->budget_bytes);
 			plan_note_add(out, " (swap-ins issued in the order of their uses)");
 			return 0;
 		}
+	}
+	if (rc < 0) { /* (reordering swap-ins issued together cannot break a
+		       * schedule that simulated: our bug) */
+		char msg[sizeof(err->msg)];
+
+		snprintf(msg, sizeof(msg), "%s", err->msg);
+		snprintf(err->msg, sizeof(err->msg), "internal error: swap-ins in the order of their uses: %s", msg);
 	}
 	sched_release(&c.sched);
 	if (moved && rc == 0)
