@@ -737,21 +737,10 @@ int plan_issue_by_use(const struct mp_net *net, const struct mp_plan_req *req, s
 	const struct mp_schedule *s = &out->sched;
 	uint32_t *wait = mp_xmalloc((net->n_tensors + 1) * sizeof(*wait));
 	struct issue *run = mp_xmalloc((s->n + 1) * sizeof(*run));
-	struct mp_action *tmp = mp_xmalloc((s->n + 1) * sizeof(*tmp));
-	struct mp_plan c = *out;
+	struct mp_plan c;
 	bool moved = false;
 	int rc = 0;
 
-	c.sched.a = mp_xmalloc((s->n + 1) * sizeof(*c.sched.a));
-	c.sched.cap = s->n;
-	if (s->n)
-		memcpy(c.sched.a, s->a, s->n * sizeof(*s->a));
-	c.sched.micro = mp_xmalloc((s->n_micro + 1) * sizeof(*c.sched.micro));
-	c.sched.cap_micro = s->n_micro;
-	if (s->n_micro) /* (NULL where no step runs in micro-batches) */
-		memcpy(c.sched.micro, s->micro, s->n_micro * sizeof(*s->micro));
-	memset(&c.sim, 0, sizeof(c.sim));
-	c.offset = NULL;
 	/* each swap-in's wait: the next one on its tensor */
 	for (uint32_t t = 0; t < net->n_tensors; t++)
 		wait[t] = UINT32_MAX;
@@ -761,22 +750,35 @@ int plan_issue_by_use(const struct mp_net *net, const struct mp_plan_req *req, s
 		else if (s->a[i].kind == MP_ACT_SWAP_IN)
 			run[i] = (struct issue){ wait[s->a[i].tensor], i };
 	}
+	/* run[i] for each action i of a run of swap-ins issued together: the
+	 * action that goes there */
 	for (uint32_t i = 0, j; i < s->n; i = j + 1) {
 		for (j = i; j < s->n && s->a[j].kind == MP_ACT_SWAP_IN; j++)
 			;
 		if (j - i < 2)
 			continue;
 		qsort(run + i, j - i, sizeof(*run), by_wait);
-		for (uint32_t k = i; k < j; k++) {
-			tmp[k] = s->a[run[k].at];
+		for (uint32_t k = i; k < j; k++)
 			moved |= run[k].at != k;
-		}
-		memcpy(c.sched.a + i, tmp + i, (j - i) * sizeof(*tmp));
 	}
 	free(wait);
+	if (!moved) { /* (most plans: no two swap-ins issued together) */
+		free(run);
+		return 0;
+	}
+	c = *out;
+	c.sched.a = mp_xmalloc((s->n + 1) * sizeof(*c.sched.a));
+	c.sched.cap = s->n;
+	for (uint32_t i = 0; i < s->n; i++)
+		c.sched.a[i] = s->a[s->a[i].kind == MP_ACT_SWAP_IN ? run[i].at : i];
 	free(run);
-	free(tmp);
-	if (moved && (rc = sim_run(net, &req->device, &c.sched, &c.sim, err)) == 0 &&
+	c.sched.micro = mp_xmalloc((s->n_micro + 1) * sizeof(*c.sched.micro));
+	c.sched.cap_micro = s->n_micro;
+	if (s->n_micro) /* (NULL where no step runs in micro-batches) */
+		memcpy(c.sched.micro, s->micro, s->n_micro * sizeof(*s->micro));
+	memset(&c.sim, 0, sizeof(c.sim));
+	c.offset = NULL;
+	if ((rc = sim_run(net, &req->device, &c.sched, &c.sim, err)) == 0 &&
 	    c.sim.peak_bytes <= req->budget_bytes && c.sim.time_ms < out->sim.time_ms) {
 		plan_assign_arena_within(net, &c, req->budget_bytes);
 		if (plan_beats(&c, out, req->budget_bytes)) {
@@ -797,7 +799,7 @@ int plan_issue_by_use(const struct mp_net *net, const struct mp_plan_req *req, s
 		snprintf(err->msg, sizeof(err->msg), "internal error: swap-ins in the order of their uses: %s", msg);
 	}
 	sched_release(&c.sched);
-	if (moved && rc == 0)
+	if (rc == 0)
 		sim_release(&c.sim);
 	free(c.offset);
 	return rc;
