@@ -1,15 +1,20 @@
 #!/bin/bash
-# Swap-ins issued together in the order of their uses (plan_run's last
-# step, plan/planner.c plan_issue_by_use): each planner's predicted
-# iteration time before and after, on the given nets at the given shares of
-# the liveness peak.  BEFORE is a memplan built without the step:
-#   git worktree add /tmp/old 3a88576 && make -C /tmp/old memplan
+# A last step of plan_run (plan/planner.c), before and after: each
+# planner's predicted iteration time on the given nets at the given shares
+# of the liveness peak, from a memplan built without the step (BEFORE) and
+# one with it (MEMPLAN, default ./memplan).  Session 21 measured the
+# swap-ins issued together in the order of their uses (plan_issue_by_use,
+# bench/issue-order.txt, bench/issue-order-pt.txt), session 22 the late
+# swap-ins issued earlier (plan_hoist_swapins, bench/hoist.txt,
+# bench/hoist-pt.txt):
+#   git worktree add /tmp/old 6d673d7 && make -C /tmp/old memplan
 #   BEFORE=/tmp/old/memplan bash bench/issue-order.sh \
 #       "superneurons tf-swap tensile greedy auto" "70 50 33" examples/*.json
+#   BEFORE=/tmp/old/memplan bash bench/issue-order.sh "greedy auto" "50 33 25" bench/out/pt-*.json
 # A line per cell: net, share, planner, the time before and after in ms
-# ("-": no plan that fits), and the change.  The step keeps a reordered
-# plan only where it fits and is faster, so no cell may get slower: the
-# last line counts the cells faster, the same and slower.
+# ("-": no plan that fits), and the change.  Both steps keep a plan only
+# where it fits and is faster, so no cell may get slower: the last line
+# counts the cells faster, the same and slower.
 set -u
 cd "$(dirname "$0")/.."
 M=${MEMPLAN:-./memplan}

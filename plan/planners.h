@@ -32,6 +32,11 @@ int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
  * 0, or -1 with *err. */
 int plan_issue_by_use(const struct mp_net *net, const struct mp_plan_req *req, struct mp_plan *out,
 		      struct mp_error *err);
+/* out's swap-ins whose waits stall compute issued earlier on its simulated
+ * timeline, kept where out still fits and is faster (plan_run's last step,
+ * after plan_issue_by_use).  0, or -1 with *err. */
+int plan_hoist_swapins(const struct mp_net *net, const struct mp_plan_req *req, struct mp_plan *out,
+		       struct mp_error *err);
 /* dqn (plan/dqn.c): swap and recompute decisions of a deep Q-network over a
  * structure2vec embedding, trained on the simulator (or loaded). */
 int plan_dqn(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
