@@ -746,9 +746,9 @@ static int plan_try_order(const struct mp_net *net, const struct mp_plan_req *re
 	memset(&c.sim, 0, sizeof(c.sim));
 	c.offset = NULL;
 	if ((rc = sim_run(net, &req->device, &c.sched, &c.sim, err)) == 0 &&
-	    c.sim.peak_bytes <= req->budget_bytes && c.sim.time_ms < out->sim.time_ms) {
+	    c.sim.peak_bytes <= req->budget_bytes && c.sim.time_ms < out->sim.time_ms - 1e-9) {
 		plan_assign_arena_within(net, &c, req->budget_bytes);
-		if (plan_beats(&c, out, req->budget_bytes)) {
+		if (plan_beats(&c, out, req->budget_bytes) && c.sim.time_ms < out->sim.time_ms - 1e-9) {
 			sched_release(&out->sched);
 			sim_release(&out->sim);
 			free(out->offset);
@@ -862,21 +862,25 @@ static int by_okey(const void *a, const void *b)
 }
 
 /* The swap-ins of out to issue earlier, each with its place: the copies
- * whose waits stall compute, by the stall, and the copies queued right
- * before such a copy on the host-to-device engine (it started when they
+ * whose waits stall compute, by the wait's stall (from the last compute's
+ * end to the wait's: after an earlier wait in the same gap that includes
+ * its stall; the copy's own lateness instead lost 12 cells and won 4 on
+ * the large examples), and the copies queued back to back ahead of such a
+ * copy on the host-to-device engine (each started when the one before
  * ended), by as much, each with HOIST_MARGIN of its copy more.  Placed
  * behind the first action after the last compute that has ended by then
  * and the frees that follow it (so where the next compute follows at once,
  * issued as it ends: ahead of that action instead, 30 of 81 cells of
  * bench/issue-order.sh on the large examples got slower and 13 faster),
- * never before the tensor's swap-out.  Returns how many (h[], the
+ * never before the last action on its tensor (its swap-out, a wait for
+ * that, an allocation or free of it).  Returns how many (h[], the
  * caller's, of out's length). */
 #define HOIST_MARGIN 0.05
 
 static uint32_t late_swapins(const struct mp_net *net, const struct mp_schedule *s, struct hoist *h)
 {
 	int32_t *in_at = mp_xmalloc((net->n_tensors + 1) * sizeof(*in_at));
-	int32_t *out_at = mp_xmalloc((net->n_tensors + 1) * sizeof(*out_at));
+	int32_t *touch = mp_xmalloc((net->n_tensors + 1) * sizeof(*touch));
 	uint32_t *comp = mp_xmalloc((s->n + 1) * sizeof(*comp)), n_comp = 0, n = 0, next = UINT32_MAX;
 	double *d = mp_xcalloc(s->n + 1, sizeof(*d)), last_end = 0;
 
@@ -906,16 +910,21 @@ static uint32_t late_swapins(const struct mp_net *net, const struct mp_schedule 
 		next = i;
 	}
 	for (uint32_t t = 0; t < net->n_tensors; t++)
-		out_at[t] = -1;
+		touch[t] = -1;
 	for (uint32_t i = 0; i < s->n; i++) {
 		const struct mp_action *a = &s->a[i];
 		uint32_t lo = 0, hi = n_comp, p;
+		int32_t last;
 		double target;
 
 		if (a->kind == MP_ACT_COMPUTE || a->kind == MP_ACT_RECOMPUTE)
 			comp[n_comp++] = i;
-		else if (a->kind == MP_ACT_SWAP_OUT)
-			out_at[a->tensor] = (int32_t)i;
+		if (a->tensor < 0)
+			continue;
+		/* the last action on its tensor before it (its swap-out, a
+		 * wait for that, an allocation or free of it) */
+		last = touch[a->tensor];
+		touch[a->tensor] = (int32_t)i;
 		if (a->kind != MP_ACT_SWAP_IN || d[i] <= 0)
 			continue;
 		target = a->start_ms - d[i] - HOIST_MARGIN * (a->end_ms - a->start_ms);
@@ -930,15 +939,15 @@ static uint32_t late_swapins(const struct mp_net *net, const struct mp_schedule 
 				hi = mid;
 		}
 		p = lo ? comp[lo - 1] + 1 : 0;
-		if ((int32_t)p <= out_at[a->tensor])
-			p = (uint32_t)out_at[a->tensor] + 1;
+		if ((int32_t)p <= last)
+			p = (uint32_t)last + 1;
 		while (p < i && s->a[p].kind == MP_ACT_FREE)
 			p++;
-		if (p < i)
+		if (p + 1 < i) /* (behind i - 1 is where it is) */
 			h[n++] = (struct hoist){ i, p, d[i] };
 	}
 	free(in_at);
-	free(out_at);
+	free(touch);
 	free(comp);
 	free(d);
 	return n;
@@ -966,20 +975,24 @@ static void hoisted_order(const struct mp_schedule *s, const struct hoist *h, ui
  * liveness rebuilt layers 8 to 5's outputs in one chain at 117.95 ms, each
  * from a 12 MiB swap-in issued together at 116.7 ms, and compute waited
  * 1.05 ms before each while the host-to-device engine had been idle since
- * 110 ms.  Here every swap-in whose wait stalls compute, and every copy
- * queued right before one, is issued earlier on the simulated timeline by
- * that stall and 5% of its copy (late_swapins), all at once; or, where
+ * 110 ms.  Here, on a plan that fits, every swap-in whose wait stalls
+ * compute, and every copy queued back to back ahead of one, is issued
+ * earlier on the simulated timeline by that stall and 5% of its copy
+ * (late_swapins), all at once; or, where
  * that no longer fits or is no faster, alone, the largest stall first, at
  * most HOIST_ALONE of them and not on schedules of more than
  * HOIST_ALONE_MAX_ACTIONS actions (each try may place an arena: tenths of
  * a second at 10^4 layers).  A move is kept where
  * the plan still fits, peak and arena, and is faster (plan_try_order), and
- * the pass repeats on the new timeline up to HOIST_ROUNDS times.  Like
+ * the pass repeats on the new timeline up to HOIST_ROUNDS times
+ * (HOIST_LARGE_ROUNDS above HOIST_ALONE_MAX_ACTIONS actions: the 10^4-layer
+ * fchain with tf-swap reaches its unconstrained time in two).  Like
  * plan_issue_by_use it runs once, on the plan plan_run ends with.
  */
 #define HOIST_ROUNDS 8
 #define HOIST_ALONE 8
 #define HOIST_ALONE_MAX_ACTIONS 20000
+#define HOIST_LARGE_ROUNDS 2
 
 int plan_hoist_swapins(const struct mp_net *net, const struct mp_plan_req *req, struct mp_plan *out,
 		       struct mp_error *err)
@@ -987,7 +1000,8 @@ int plan_hoist_swapins(const struct mp_net *net, const struct mp_plan_req *req, 
 	const char *what = "late swap-ins issued earlier", *note = " (late swap-ins issued earlier)";
 	bool noted = false;
 
-	for (int round = 0; round < HOIST_ROUNDS && plan_fits(out, req->budget_bytes); round++) {
+	for (int round = 0; round < (out->sched.n > HOIST_ALONE_MAX_ACTIONS ? HOIST_LARGE_ROUNDS : HOIST_ROUNDS) &&
+			    plan_fits(out, req->budget_bytes); round++) {
 		const struct mp_schedule *s = &out->sched;
 		struct hoist *h = mp_xmalloc((s->n + 1) * sizeof(*h));
 		struct okey *k = mp_xmalloc((s->n + 1) * sizeof(*k));
