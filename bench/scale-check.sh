@@ -17,10 +17,22 @@ PLAN_SECONDS=${PLAN_SECONDS:-8}
 mkdir -p "$OUT"
 fail=0 ok=0
 
-cpu() { # user + sys CPU seconds of "$@", output discarded
+# user + sys CPU seconds of "$@", output discarded; "failed" where it exits
+# other than 0 or 1 (memplan plan's "no planner fits": checkpoint-blocks on
+# the fchain) or is not found
+cpu() {
+	local rc
+
 	/usr/bin/time -o "$OUT/scale.time" -f "%U %S" "$@" > /dev/null 2>&1
+	rc=$?
+	if [ "$rc" -gt 1 ]; then
+		echo failed
+		return
+	fi
 	tail -n 1 "$OUT/scale.time" | awk '{ printf "%.2f", $1 + $2 }'
 }
+# within X LIMIT: X is a measured number (not "failed") of at most LIMIT
+within() { awk -v x="$1" -v l="$2" 'BEGIN { exit !(x ~ /^[0-9.]+$/ && x + 0 <= l + 0) }'; }
 
 for n in 100000 10000; do
 	f=$OUT/fchain-$n.json
@@ -30,16 +42,17 @@ done
 f=$OUT/fchain-100000.json
 c=$(cpu $M check "$f")
 a=$(cpu $M analyze "$f")
-r=$(awk -v a="$a" -v c="$c" 'BEGIN { printf "%.2f", (c > 0) ? a / c : 0 }')
+r=$(awk -v a="$a" -v c="$c" 'BEGIN { if (a ~ /^[0-9.]+$/ && c ~ /^[0-9.]+$/) printf "%.2f", (c > 0) ? a / c : 0; else printf "failed" }')
 echo "scale: analyze 10^5 layers (no conv): ${a} s CPU, check ${c} s: ${r}x (limit ${ANALYZE_RATIO}x)"
-if awk -v r="$r" -v l="$ANALYZE_RATIO" 'BEGIN { exit !(r <= l) }'; then ok=$((ok + 1)); else fail=$((fail + 1)); fi
+if within "$r" "$ANALYZE_RATIO"; then ok=$((ok + 1)); else fail=$((fail + 1)); fi
 
 f=$OUT/fchain-10000.json
 peak=$($M analyze "$f" --strategy liveness --format json | sed -n 's/.*"peak_bytes": \([0-9]*\).*/\1/p' | tail -n 1)
+[ -n "$peak" ] || { echo "scale: $M analyze $f gave no liveness peak" >&2; exit 1; }
 for p in greedy chain chen checkpoint-blocks superneurons tf-swap tensile; do
 	t=$(cpu $M plan "$f" --budget $((peak / 2)) --planner "$p")
 	echo "scale: plan 10^4 layers at 50% with $p: ${t} s CPU (limit ${PLAN_SECONDS} s)"
-	if awk -v t="$t" -v l="$PLAN_SECONDS" 'BEGIN { exit !(t <= l) }'; then ok=$((ok + 1)); else fail=$((fail + 1)); fi
+	if within "$t" "$PLAN_SECONDS"; then ok=$((ok + 1)); else fail=$((fail + 1)); fi
 done
 echo "scale checks: $ok within their limits, $fail beyond"
 [ "$fail" = 0 ]
