@@ -723,14 +723,19 @@ static int by_wait(const void *a, const void *b)
  * permutation of out's), simulated again and kept where the plan still
  * fits req's budget, peak and arena, and is faster: then *kept and note
  * added.  The arena is placed only where the simulation already fits and
- * is faster.  0, or -1 with *err: a reordering that no longer simulates is
- * our bug (what plan_issue_by_use and plan_hoist_swapins make keeps every
- * swap-in after its swap-out and before its wait).
+ * is faster; with held->lazy not at all (plan_last_steps places it once,
+ * after every reordering): the plan is kept on its simulation, and the
+ * one it replaces, where held has none yet, goes to held.  0, or -1 with
+ * *err: a reordering that no longer simulates is our bug (what
+ * plan_issue_by_use and plan_hoist_swapins make keeps every swap-in after
+ * its swap-out and before its wait).
  */
 static int plan_try_order(const struct mp_net *net, const struct mp_plan_req *req, struct mp_plan *out,
-			  const uint32_t *ord, const char *what, const char *note, bool *kept, struct mp_error *err)
+			  struct pl_held *held, const uint32_t *ord, const char *what, const char *note, bool *kept,
+			  struct mp_error *err)
 {
 	const struct mp_schedule *s = &out->sched;
+	bool lazy = held && held->lazy;
 	struct mp_plan c = *out;
 	int rc;
 
@@ -747,11 +752,19 @@ static int plan_try_order(const struct mp_net *net, const struct mp_plan_req *re
 	c.offset = NULL;
 	if ((rc = sim_run(net, &req->device, &c.sched, &c.sim, err)) == 0 &&
 	    c.sim.peak_bytes <= req->budget_bytes && c.sim.time_ms < out->sim.time_ms - 1e-9) {
-		plan_assign_arena_within(net, &c, req->budget_bytes);
-		if (plan_beats(&c, out, req->budget_bytes) && c.sim.time_ms < out->sim.time_ms - 1e-9) {
-			sched_release(&out->sched);
-			sim_release(&out->sim);
-			free(out->offset);
+		if (lazy)
+			c.arena_bytes = c.max_live_bytes = c.sim.peak_bytes; /* (unplaced: its lower bound) */
+		else
+			plan_assign_arena_within(net, &c, req->budget_bytes);
+		if (lazy || plan_beats(&c, out, req->budget_bytes)) {
+			if (lazy && !held->have) {
+				held->p = *out;
+				held->have = true;
+			} else {
+				sched_release(&out->sched);
+				sim_release(&out->sim);
+				free(out->offset);
+			}
 			*out = c;
 			plan_metrics(out, req->budget_bytes);
 			plan_note_add(out, "%s", note);
@@ -786,7 +799,7 @@ static int plan_try_order(const struct mp_net *net, const struct mp_plan_req *re
  * +23.0% -> +32.2%).  0, or -1 with *err.
  */
 int plan_issue_by_use(const struct mp_net *net, const struct mp_plan_req *req, struct mp_plan *out,
-		      struct mp_error *err)
+		      struct pl_held *held, struct mp_error *err)
 {
 	const struct mp_schedule *s = &out->sched;
 	uint32_t *wait = mp_xmalloc((net->n_tensors + 1) * sizeof(*wait)), *ord;
@@ -823,7 +836,7 @@ int plan_issue_by_use(const struct mp_net *net, const struct mp_plan_req *req, s
 	for (uint32_t i = 0; i < s->n; i++)
 		ord[i] = s->a[i].kind == MP_ACT_SWAP_IN ? run[i].at : i;
 	free(run);
-	rc = plan_try_order(net, req, out, ord, "swap-ins in the order of their uses",
+	rc = plan_try_order(net, req, out, held, ord, "swap-ins in the order of their uses",
 			    " (swap-ins issued in the order of their uses)", &kept, err);
 	free(ord);
 	return rc;
@@ -981,27 +994,24 @@ static void hoisted_order(const struct mp_schedule *s, const struct hoist *h, ui
  * (late_swapins), all at once; or, where
  * that no longer fits or is no faster, alone, the largest stall first, at
  * most HOIST_ALONE of them and not on schedules of more than
- * HOIST_ALONE_MAX_ACTIONS actions (each try may place an arena: tenths of
- * a second at 10^4 layers).  A move is kept where
- * the plan still fits, peak and arena, and is faster (plan_try_order), and
- * the pass repeats on the new timeline up to HOIST_ROUNDS times
- * (HOIST_LARGE_ROUNDS above HOIST_ALONE_MAX_ACTIONS actions: the 10^4-layer
- * fchain with tf-swap reaches its unconstrained time in two).  Like
- * plan_issue_by_use it runs once, on the plan plan_run ends with.
+ * HOIST_ALONE_MAX_ACTIONS actions (each try simulates the whole schedule
+ * and may place an arena).  A move is kept where the plan still fits,
+ * peak and arena, and is faster (plan_try_order; on large schedules on its
+ * simulation, plan_last_steps), and the pass repeats on the new timeline
+ * up to HOIST_ROUNDS times.  Like plan_issue_by_use it runs once, on the
+ * plan plan_run ends with.
  */
 #define HOIST_ROUNDS 8
 #define HOIST_ALONE 8
 #define HOIST_ALONE_MAX_ACTIONS 20000
-#define HOIST_LARGE_ROUNDS 2
 
 int plan_hoist_swapins(const struct mp_net *net, const struct mp_plan_req *req, struct mp_plan *out,
-		       struct mp_error *err)
+		       struct pl_held *held, struct mp_error *err)
 {
 	const char *what = "late swap-ins issued earlier", *note = " (late swap-ins issued earlier)";
 	bool noted = false;
 
-	for (int round = 0; round < (out->sched.n > HOIST_ALONE_MAX_ACTIONS ? HOIST_LARGE_ROUNDS : HOIST_ROUNDS) &&
-			    plan_fits(out, req->budget_bytes); round++) {
+	for (int round = 0; round < HOIST_ROUNDS && plan_fits(out, req->budget_bytes); round++) {
 		const struct mp_schedule *s = &out->sched;
 		struct hoist *h = mp_xmalloc((s->n + 1) * sizeof(*h));
 		struct okey *k = mp_xmalloc((s->n + 1) * sizeof(*k));
@@ -1011,13 +1021,13 @@ int plan_hoist_swapins(const struct mp_net *net, const struct mp_plan_req *req, 
 
 		if (n) {
 			hoisted_order(s, h, n, k, ord);
-			rc = plan_try_order(net, req, out, ord, what, noted ? "" : note, &kept, err);
+			rc = plan_try_order(net, req, out, held, ord, what, noted ? "" : note, &kept, err);
 		}
 		if (rc == 0 && !kept && n > 1 && s->n <= HOIST_ALONE_MAX_ACTIONS) {
 			qsort(h, n, sizeof(*h), by_stall_desc);
 			for (uint32_t q = 0; q < n && q < HOIST_ALONE && !kept && rc == 0; q++) {
 				hoisted_order(&out->sched, h + q, 1, k, ord);
-				rc = plan_try_order(net, req, out, ord, what, noted ? "" : note, &kept, err);
+				rc = plan_try_order(net, req, out, held, ord, what, noted ? "" : note, &kept, err);
 			}
 		}
 		free(h);
@@ -1030,6 +1040,40 @@ int plan_hoist_swapins(const struct mp_net *net, const struct mp_plan_req *req, 
 		noted = true;
 	}
 	return 0;
+}
+
+/*
+ * plan_run's last steps: the reorderings of plan_issue_by_use, then of
+ * plan_hoist_swapins.  Each plan they keep has its arena placed, tenths of
+ * a second on a 10^4-layer schedule: tf-swap on the 10^4-layer fchain at
+ * 50% placed four arenas, three of them here.  With lazy (plan_run: on
+ * schedules of more than PLAN_LAZY_ARENA_ACTIONS actions) they keep a
+ * reordering on its simulation alone (peak within the budget, faster), and
+ * its arena is placed once, after them; where it no longer fits, the plan
+ * they started from stays.
+ */
+#define PLAN_LAZY_ARENA_ACTIONS 20000
+
+int plan_last_steps(const struct mp_net *net, const struct mp_plan_req *req, struct mp_plan *out, bool lazy,
+		    struct mp_error *err)
+{
+	struct pl_held held = { .lazy = lazy, .have = false };
+	int rc = plan_issue_by_use(net, req, out, &held, err);
+
+	if (rc == 0)
+		rc = plan_hoist_swapins(net, req, out, &held, err);
+	if (held.have && rc == 0) {
+		plan_assign_arena_within(net, out, req->budget_bytes);
+		if (plan_fits(out, req->budget_bytes)) {
+			plan_release(&held.p);
+			return 0;
+		}
+	}
+	if (held.have) {
+		plan_release(out);
+		*out = held.p;
+	}
+	return rc;
 }
 
 int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner which,
@@ -1091,7 +1135,7 @@ int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner
 	if (which == MP_PLANNER_SUPERNEURONS && (req->ws_mode == MP_WS_NONE || req->ws_mode == MP_WS_DYNAMIC) &&
 	    plan_fixed_strategies(net, r, req, out, err) < 0)
 		return -1;
-	if (plan_issue_by_use(net, req, out, err) < 0 || plan_hoist_swapins(net, req, out, err) < 0)
+	if (plan_last_steps(net, req, out, out->sched.n > PLAN_LAZY_ARENA_ACTIONS, err) < 0)
 		return -1;
 	plan_metrics(out, req->budget_bytes);
 	return 0;

@@ -26,17 +26,31 @@ int plan_chain(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_chen(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_blocks(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
+/* What plan_run's last steps hold: with lazy, they keep a reordering on its
+ * simulation alone, without placing its arena, and p is the plan they
+ * started from (have: the first reordering kept moved it here); the caller
+ * places the arena and keeps p where that no longer fits.  NULL: each
+ * reordering is kept only where its arena fits too. */
+struct pl_held {
+	bool lazy, have;
+	struct mp_plan p;
+};
 /* out's runs of swap-ins issued together in the order of their waits,
  * simulated again on req's device and kept where out still fits req's
  * budget, peak and arena, and is faster (plan_run's last step, plan/planner.c).
  * 0, or -1 with *err. */
 int plan_issue_by_use(const struct mp_net *net, const struct mp_plan_req *req, struct mp_plan *out,
-		      struct mp_error *err);
+		      struct pl_held *held, struct mp_error *err);
 /* out's swap-ins whose waits stall compute issued earlier on its simulated
  * timeline, kept where out still fits and is faster (plan_run's last step,
  * after plan_issue_by_use).  0, or -1 with *err. */
 int plan_hoist_swapins(const struct mp_net *net, const struct mp_plan_req *req, struct mp_plan *out,
-		       struct mp_error *err);
+		       struct pl_held *held, struct mp_error *err);
+/* Both, as plan_run ends; with lazy their reorderings are kept on their
+ * simulations and the arena is placed once, after them (the plan they
+ * started from stays where it no longer fits).  0, or -1 with *err. */
+int plan_last_steps(const struct mp_net *net, const struct mp_plan_req *req, struct mp_plan *out, bool lazy,
+		    struct mp_error *err);
 /* dqn (plan/dqn.c): swap and recompute decisions of a deep Q-network over a
  * structure2vec embedding, trained on the simulator (or loaded). */
 int plan_dqn(struct pl_state *S, struct mp_plan *p, struct mp_error *err);

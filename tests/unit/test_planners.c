@@ -713,7 +713,7 @@ static void issued_by_use(void)
 		CHECK_NEAR(p.sim.time_ms, queue ? 11.6 : 12.2384, 1e-9);
 		/* tensor order: a before b at q.bwd; b before c at big.bwd */
 		CHECK(queue ? swap_in_at(&p, b) + 1 == swap_in_at(&p, c) : swap_in_at(&p, a) + 1 == swap_in_at(&p, b));
-		CHECK(plan_issue_by_use(f.net, &f.req, &p, &err) == 0);
+		CHECK(plan_issue_by_use(f.net, &f.req, &p, NULL, &err) == 0);
 		CHECK_NEAR(p.sim.time_ms, queue ? 11.6 : 12.0384, 1e-9);
 		CHECK_NEAR(p.sim.stall_ms, queue ? 0 : 0.4384, 1e-9);
 		CHECK_U64(p.sim.peak_bytes, peak);
@@ -727,7 +727,7 @@ static void issued_by_use(void)
 		 * 8.9192 -> 9.8384), a to 10.4348, after big.bwd (ends 10):
 		 * a lands at 10.9192, nothing stalls, the queue's 11.6 ms
 		 * (the queue's plan: nothing to move) */
-		CHECK(plan_hoist_swapins(f.net, &f.req, &p, &err) == 0);
+		CHECK(plan_hoist_swapins(f.net, &f.req, &p, NULL, &err) == 0);
 		CHECK_NEAR(p.sim.time_ms, 11.6, 1e-9);
 		CHECK_NEAR(p.sim.stall_ms, 0, 1e-9);
 		CHECK_U64(p.sim.peak_bytes, peak);
@@ -736,6 +736,43 @@ static void issued_by_use(void)
 		CHECK_NEAR(p.sched.a[swap_in_at(&p, b)].start_ms, queue ? 8 : 8.9192, 1e-9);
 		CHECK_NEAR(p.sched.a[swap_in_at(&p, a)].start_ms, 10, 1e-9);
 		CHECK((strstr(p.note, " (late swap-ins issued earlier)") != NULL) == !queue);
+		plan_release(&p);
+	}
+	/* lazily, as plan_run does on large schedules: the use order is kept
+	 * on its simulation alone (12.0384 ms, no offsets, the arena its lower
+	 * bound) and the plan it replaces is held (12.2384 ms, placed); then
+	 * plan_last_steps places the arena once, after both steps: the same
+	 * 11.6 ms plan, at the same peak, with a valid arena */
+	for (int last = 0; last < 2; last++) {
+		struct pl_held held = { .lazy = true, .have = false };
+		struct mp_plan p;
+		uint64_t peak;
+
+		plan_init(&p);
+		memcpy(S.step_start, timeline, f.route.n * sizeof(*timeline));
+		S.queue_in = 0;
+		CHECK(pl_build(&S, &err) == 0);
+		peak = S.sim.peak_bytes;
+		f.req.budget_bytes = peak;
+		pl_take(&S, &p);
+		plan_assign_arena_within(f.net, &p, f.req.budget_bytes);
+		if (!last) {
+			CHECK(plan_issue_by_use(f.net, &f.req, &p, &held, &err) == 0);
+			CHECK(held.have && p.offset == NULL && held.p.offset != NULL);
+			CHECK_NEAR(p.sim.time_ms, 12.0384, 1e-9);
+			CHECK_U64(p.arena_bytes, peak);
+			CHECK_NEAR(held.p.sim.time_ms, 12.2384, 1e-9);
+			CHECK(strstr(held.p.note, "(swap-ins issued") == NULL);
+			if (held.have)
+				plan_release(&held.p);
+		} else {
+			CHECK(plan_last_steps(f.net, &f.req, &p, true, &err) == 0);
+			CHECK_NEAR(p.sim.time_ms, 11.6, 1e-9);
+			CHECK_U64(p.sim.peak_bytes, peak);
+			CHECK(p.offset != NULL && p.arena_bytes <= f.req.budget_bytes);
+			CHECK(plan_check_arena(f.net, &p, &err) == 0);
+			CHECK(strstr(p.note, " (swap-ins issued in the order of their uses) (late swap-ins issued earlier)"));
+		}
 		plan_release(&p);
 	}
 	free(timeline);
