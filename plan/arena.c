@@ -148,6 +148,13 @@ static void rset_add(struct rset *s, uint64_t lo, uint64_t hi)
 	}
 	j = a;
 	if (i == j) {
+		/* from 2, not mp_grow's 16: placing the 10^4-layer fchain's
+		 * plan, 85% of the lists that hold any range hold one or two
+		 * (the process's RSS 148 -> 91 MB) */
+		if (!s->cap) {
+			s->r = mp_xmalloc(2 * sizeof(*s->r));
+			s->cap = 2;
+		}
 		mp_grow((void **)&s->r, &s->cap, s->n + 1, sizeof(*s->r));
 		memmove(s->r + i + 1, s->r + i, (s->n - i) * sizeof(*s->r));
 		s->r[i] = (struct rng){ lo, hi };
