@@ -1011,6 +1011,8 @@ int plan_hoist_swapins(const struct mp_net *net, const struct mp_plan_req *req, 
 	const char *what = "late swap-ins issued earlier", *note = " (late swap-ins issued earlier)";
 	bool noted = false;
 
+	/* (after a lazy keep its arena is its peak, so this reads the peak:
+	 * plan_settle_held checks the arena) */
 	for (int round = 0; round < HOIST_ROUNDS && plan_fits(out, req->budget_bytes); round++) {
 		const struct mp_schedule *s = &out->sched;
 		struct hoist *h = mp_xmalloc((s->n + 1) * sizeof(*h));
@@ -1047,12 +1049,32 @@ int plan_hoist_swapins(const struct mp_net *net, const struct mp_plan_req *req, 
  * plan_hoist_swapins.  Each plan they keep has its arena placed, tenths of
  * a second on a 10^4-layer schedule: tf-swap on the 10^4-layer fchain at
  * 50% placed four arenas, three of them here.  With lazy (plan_run: on
- * schedules of more than PLAN_LAZY_ARENA_ACTIONS actions) they keep a
- * reordering on its simulation alone (peak within the budget, faster), and
- * its arena is placed once, after them; where it no longer fits, the plan
- * they started from stays.
+ * schedules of more than PLAN_LAZY_ARENA_ACTIONS actions; the 10^4-layer
+ * fchain's has 120635) they keep a reordering on its simulation alone
+ * (peak within the budget, faster), and plan_settle_held places its arena
+ * once, after them.
  */
 #define PLAN_LAZY_ARENA_ACTIONS 20000
+
+int plan_settle_held(const struct mp_net *net, const struct mp_plan_req *req, struct mp_plan *out,
+		     struct pl_held *held, struct mp_error *err)
+{
+	if (!held->have)
+		return 0;
+	held->have = false;
+	plan_assign_arena_within(net, out, req->budget_bytes);
+	if (plan_fits(out, req->budget_bytes)) {
+		plan_release(&held->p);
+		return 0;
+	}
+	/* the steps again from the plan before them, as on small schedules:
+	 * what they keep then fits, arena too */
+	plan_release(out);
+	*out = held->p;
+	if (plan_issue_by_use(net, req, out, NULL, err) < 0 || plan_hoist_swapins(net, req, out, NULL, err) < 0)
+		return -1;
+	return 0;
+}
 
 int plan_last_steps(const struct mp_net *net, const struct mp_plan_req *req, struct mp_plan *out, bool lazy,
 		    struct mp_error *err)
@@ -1062,18 +1084,14 @@ int plan_last_steps(const struct mp_net *net, const struct mp_plan_req *req, str
 
 	if (rc == 0)
 		rc = plan_hoist_swapins(net, req, out, &held, err);
-	if (held.have && rc == 0) {
-		plan_assign_arena_within(net, out, req->budget_bytes);
-		if (plan_fits(out, req->budget_bytes)) {
-			plan_release(&held.p);
-			return 0;
+	if (rc < 0) {
+		if (held.have) {
+			plan_release(out);
+			*out = held.p;
 		}
+		return -1;
 	}
-	if (held.have) {
-		plan_release(out);
-		*out = held.p;
-	}
-	return rc;
+	return plan_settle_held(net, req, out, &held, err);
 }
 
 int plan_run(const struct mp_net *net, const struct mp_route *r, enum mp_planner which,

@@ -27,9 +27,9 @@ int plan_chen(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_blocks(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 int plan_optimal(struct pl_state *S, struct mp_plan *p, struct mp_error *err);
 /* What plan_run's last steps hold: with lazy, they keep a reordering on its
- * simulation alone, without placing its arena, and p is the plan they
- * started from (have: the first reordering kept moved it here); the caller
- * places the arena and keeps p where that no longer fits.  NULL: each
+ * simulation alone, its arena unplaced (offset NULL, arena_bytes its peak),
+ * and p is the plan they started from (have: the first reordering kept
+ * moved it here); plan_settle_held ends it.  NULL, or lazy false: each
  * reordering is kept only where its arena fits too. */
 struct pl_held {
 	bool lazy, have;
@@ -37,18 +37,22 @@ struct pl_held {
 };
 /* out's runs of swap-ins issued together in the order of their waits,
  * simulated again on req's device and kept where out still fits req's
- * budget, peak and arena, and is faster (plan_run's last step, plan/planner.c).
- * 0, or -1 with *err. */
+ * budget, peak and arena (only the peak with held lazy), and is faster
+ * (plan_run's last step, plan/planner.c).  0, or -1 with *err. */
 int plan_issue_by_use(const struct mp_net *net, const struct mp_plan_req *req, struct mp_plan *out,
 		      struct pl_held *held, struct mp_error *err);
 /* out's swap-ins whose waits stall compute issued earlier on its simulated
- * timeline, kept where out still fits and is faster (plan_run's last step,
- * after plan_issue_by_use).  0, or -1 with *err. */
+ * timeline, kept where out still fits and is faster, as plan_issue_by_use
+ * (plan_run's last step, after plan_issue_by_use).  0, or -1 with *err. */
 int plan_hoist_swapins(const struct mp_net *net, const struct mp_plan_req *req, struct mp_plan *out,
 		       struct pl_held *held, struct mp_error *err);
-/* Both, as plan_run ends; with lazy their reorderings are kept on their
- * simulations and the arena is placed once, after them (the plan they
- * started from stays where it no longer fits).  0, or -1 with *err. */
+/* Where held holds a plan: out's arena placed, and out kept where it fits;
+ * else held's plan back, and both steps run on it again placing each
+ * arena.  held is empty after.  0, or -1 with *err. */
+int plan_settle_held(const struct mp_net *net, const struct mp_plan_req *req, struct mp_plan *out,
+		     struct pl_held *held, struct mp_error *err);
+/* Both steps, then plan_settle_held, as plan_run ends; lazy as in
+ * struct pl_held.  0, or -1 with *err. */
 int plan_last_steps(const struct mp_net *net, const struct mp_plan_req *req, struct mp_plan *out, bool lazy,
 		    struct mp_error *err);
 /* dqn (plan/dqn.c): swap and recompute decisions of a deep Q-network over a

@@ -763,6 +763,14 @@ static void issued_by_use(void)
 			CHECK_U64(p.arena_bytes, peak);
 			CHECK_NEAR(held.p.sim.time_ms, 12.2384, 1e-9);
 			CHECK(strstr(held.p.note, "(swap-ins issued") == NULL);
+			/* settled under a byte less than the peak: that arena no
+			 * longer fits, so the held plan comes back and the steps,
+			 * run on it again, keep nothing (its peak is over too) */
+			f.req.budget_bytes = peak - 1;
+			CHECK(plan_settle_held(f.net, &f.req, &p, &held, &err) == 0);
+			CHECK(!held.have && p.offset != NULL);
+			CHECK_NEAR(p.sim.time_ms, 12.2384, 1e-9);
+			CHECK(strstr(p.note, "(swap-ins issued") == NULL && strstr(p.note, "(late swap-ins") == NULL);
 			if (held.have)
 				plan_release(&held.p);
 		} else {
