@@ -1056,24 +1056,29 @@ int plan_hoist_swapins(const struct mp_net *net, const struct mp_plan_req *req, 
  */
 #define PLAN_LAZY_ARENA_ACTIONS 20000
 
+/* out back to the plan held before the first reordering kept */
+static void held_restore(struct mp_plan *out, struct pl_held *held)
+{
+	held->have = false;
+	plan_release(out);
+	*out = held->p;
+}
+
 int plan_settle_held(const struct mp_net *net, const struct mp_plan_req *req, struct mp_plan *out,
 		     struct pl_held *held, struct mp_error *err)
 {
 	if (!held->have)
 		return 0;
-	held->have = false;
 	plan_assign_arena_within(net, out, req->budget_bytes);
 	if (plan_fits(out, req->budget_bytes)) {
+		held->have = false;
 		plan_release(&held->p);
 		return 0;
 	}
 	/* the steps again from the plan before them, as on small schedules:
 	 * what they keep then fits, arena too */
-	plan_release(out);
-	*out = held->p;
-	if (plan_issue_by_use(net, req, out, NULL, err) < 0 || plan_hoist_swapins(net, req, out, NULL, err) < 0)
-		return -1;
-	return 0;
+	held_restore(out, held);
+	return plan_last_steps(net, req, out, false, err);
 }
 
 int plan_last_steps(const struct mp_net *net, const struct mp_plan_req *req, struct mp_plan *out, bool lazy,
@@ -1085,10 +1090,8 @@ int plan_last_steps(const struct mp_net *net, const struct mp_plan_req *req, str
 	if (rc == 0)
 		rc = plan_hoist_swapins(net, req, out, &held, err);
 	if (rc < 0) {
-		if (held.have) {
-			plan_release(out);
-			*out = held.p;
-		}
+		if (held.have)
+			held_restore(out, &held);
 		return -1;
 	}
 	return plan_settle_held(net, req, out, &held, err);
