@@ -15,9 +15,55 @@
 
 #include "cli.h"
 
+/*
+ * json_dumpf through a 64 KiB buffer: jansson's own file writer calls fwrite
+ * for every token, two or three per value, and each takes the stream's lock
+ * (8.7% of `memplan plan -o` on a 10^4-layer net, whose plan file is 29 MB).
+ */
+struct dump_buf {
+	FILE *f;
+	size_t n;
+	char b[65536];
+};
+
+static int dump_flush(struct dump_buf *d)
+{
+	size_t n = d->n;
+
+	d->n = 0;
+	return n && fwrite(d->b, 1, n, d->f) != n ? -1 : 0;
+}
+
+static int dump_put(const char *s, size_t n, void *data)
+{
+	struct dump_buf *d = data;
+
+	if (n > sizeof(d->b) - d->n && dump_flush(d) < 0)
+		return -1;
+	if (n > sizeof(d->b))
+		return fwrite(s, 1, n, d->f) == n ? 0 : -1;
+	memcpy(d->b + d->n, s, n);
+	d->n += n;
+	return 0;
+}
+
+static int out_dumpf(const json_t *root, FILE *f, size_t flags)
+{
+	struct dump_buf *d = mp_xmalloc(sizeof(*d));
+	int rc;
+
+	d->f = f;
+	d->n = 0;
+	rc = json_dump_callback(root, dump_put, d, flags);
+	if (dump_flush(d) < 0)
+		rc = -1;
+	free(d);
+	return rc;
+}
+
 void out_json(FILE *f, json_t *root)
 {
-	json_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+	out_dumpf(root, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
 	fputc('\n', f);
 	json_decref(root);
 }
@@ -167,7 +213,7 @@ int out_json_file(const char *path, const json_t *root, size_t flags, const char
 
 	if (rc != EXIT_OK)
 		return rc;
-	return out_commit(&o, json_dumpf(root, o.f, flags) < 0);
+	return out_commit(&o, out_dumpf(root, o.f, flags) < 0);
 }
 
 const char *out_step_phase(const struct mp_net *net, const struct mp_analysis *a, uint32_t step)

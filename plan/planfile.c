@@ -142,18 +142,57 @@ static uint32_t algo_batch(const struct mp_op *op, int32_t algo)
 
 /* --- writer --------------------------------------------------------------- */
 
+/*
+ * The strings a schedule repeats, made once and shared by reference: an
+ * action's kind, its stream and its op's or tensor's name.  Each json_string
+ * is two allocations, and a 10^4-layer plan writes 120635 actions.
+ */
+struct shared_names {
+	json_t *kind[MP_ACT_WAIT + 1], *stream[MP_ACT_WAIT + 1];
+	json_t **op, **tensor;
+};
+
+static void names_init(struct shared_names *nm, const struct mp_net *net)
+{
+	memset(nm, 0, sizeof(*nm));
+	nm->op = mp_xcalloc(net->n_ops ? net->n_ops : 1, sizeof(*nm->op));
+	nm->tensor = mp_xcalloc(net->n_tensors ? net->n_tensors : 1, sizeof(*nm->tensor));
+}
+
+static void names_free(struct shared_names *nm, const struct mp_net *net)
+{
+	for (unsigned k = 0; k <= MP_ACT_WAIT; k++) {
+		json_decref(nm->kind[k]);
+		json_decref(nm->stream[k]);
+	}
+	for (uint32_t i = 0; i < net->n_ops; i++)
+		json_decref(nm->op[i]);
+	for (uint32_t i = 0; i < net->n_tensors; i++)
+		json_decref(nm->tensor[i]);
+	free(nm->op);
+	free(nm->tensor);
+}
+
+/* *slot, made from str the first time: a new reference */
+static json_t *shared_string(json_t **slot, const char *str)
+{
+	if (!*slot)
+		*slot = json_string(str);
+	return json_incref(*slot);
+}
+
 static json_t *action_json(const struct mp_net *net, const struct mp_schedule *s,
-			   const uint64_t *offset, uint32_t i)
+			   const uint64_t *offset, uint32_t i, struct shared_names *nm)
 {
 	const struct mp_action *a = &s->a[i];
 	json_t *o = json_object();
 
-	json_object_set_new(o, "action", json_string(mp_act_name(a->kind)));
+	json_object_set_new(o, "action", shared_string(&nm->kind[a->kind], mp_act_name(a->kind)));
 	if (a->kind == MP_ACT_COMPUTE || a->kind == MP_ACT_RECOMPUTE) {
 		const struct mp_op *op = &net->ops[a->op];
 
-		json_object_set_new(o, "op", json_string(op->name));
-		json_object_set_new(o, "stream", json_string(act_stream(a->kind)));
+		json_object_set_new(o, "op", shared_string(&nm->op[a->op], op->name));
+		json_object_set_new(o, "stream", shared_string(&nm->stream[a->kind], act_stream(a->kind)));
 		if (a->algo >= 0) {
 			json_object_set_new(o, "algo", json_string(op->algos[a->algo].name));
 			if (algo_resolve(op, op->algos[a->algo].name, 0) != a->algo)
@@ -181,8 +220,8 @@ static json_t *action_json(const struct mp_net *net, const struct mp_schedule *s
 	} else {
 		const struct mp_tensor *t = &net->tensors[a->tensor];
 
-		json_object_set_new(o, "tensor", json_string(t->name));
-		json_object_set_new(o, "stream", json_string(act_stream(a->kind)));
+		json_object_set_new(o, "tensor", shared_string(&nm->tensor[a->tensor], t->name));
+		json_object_set_new(o, "stream", shared_string(&nm->stream[a->kind], act_stream(a->kind)));
 		if (a->kind == MP_ACT_ALLOC)
 			json_object_set_new(o, "bytes", json_integer((json_int_t)a->bytes));
 		else if (a->kind == MP_ACT_SWAP_IN || a->kind == MP_ACT_SWAP_OUT)
@@ -233,6 +272,7 @@ json_t *plan_to_json(const struct mp_net *net, json_t *net_json, const struct mp
 	struct mp_plan tmp;
 	const struct mp_plan *pa = p;   /* the plan whose arena is written */
 	json_t *root = json_object(), *o, *sched, *ck = json_array();
+	struct shared_names nm;
 	char hex[65];
 
 	MP_ASSERT(net_json && (net->n_jobs ? json_is_array(net_json) && json_array_size(net_json) == net->n_jobs :
@@ -291,8 +331,10 @@ json_t *plan_to_json(const struct mp_net *net, json_t *net_json, const struct mp
 						     "max_live_bytes", (json_int_t)pa->max_live_bytes,
 						     "alignment", (int)PLAN_ARENA_ALIGN));
 	sched = json_array();
+	names_init(&nm, net);
 	for (uint32_t i = 0; i < p->sched.n; i++)
-		json_array_append_new(sched, action_json(net, &p->sched, pa->offset, i));
+		json_array_append_new(sched, action_json(net, &p->sched, pa->offset, i, &nm));
+	names_free(&nm, net);
 	json_object_set_new(root, "schedule", sched);
 	if (pa == &tmp)
 		free(tmp.offset);
