@@ -1,6 +1,7 @@
 /*
  * memplan: plan GPU memory for training deep networks.  Dispatch only.
  */
+#include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <string.h>
@@ -35,6 +36,20 @@ static void usage(FILE *f)
 	fprintf(f, "\n'memplan <command> --help' shows a command's options; man memplan(1).\n");
 }
 
+/*
+ * What a command printed is on its way only once stdout is flushed: a report
+ * redirected to a full device fails there, after the command returned, and
+ * would otherwise exit 0 with the report cut short (as git checks its
+ * stdout at exit).  rc, or 2 where stdout cannot be written.
+ */
+static int finish_stdout(int rc)
+{
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return rc;
+	fprintf(stderr, "memplan: writing standard output failed: %s\n", strerror(errno));
+	return rc == EXIT_OK || rc == EXIT_NO ? EXIT_BAD_INPUT : rc;
+}
+
 int main(int argc, char **argv)
 {
 	/* Analysis builds and drops schedules and event lists of tens of MB per
@@ -49,15 +64,15 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(stdout);
-		return EXIT_OK;
+		return finish_stdout(EXIT_OK);
 	}
 	if (!strcmp(argv[1], "--version")) {
 		printf("memplan %s\n", MEMPLAN_VERSION);
-		return EXIT_OK;
+		return finish_stdout(EXIT_OK);
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].run(argc - 1, argv + 1);
+			return finish_stdout(commands[i].run(argc - 1, argv + 1));
 	fprintf(stderr, "memplan: '%s' is not a command (see 'memplan --help')\n", argv[1]);
 	return EXIT_BAD_INPUT;
 }

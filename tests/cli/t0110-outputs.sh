@@ -3,7 +3,8 @@
 # verify --report, analyze --svg, capacity --svg and gen -o go through a
 # temporary file and a rename.  A write that fails (a full device, a file-size
 # limit) exits 2, says so, leaves no file and no temporary file behind, and
-# leaves a file already there as it was.  An output never replaces an input
+# leaves a file already there as it was.  A report on stdout that cannot be
+# written exits 2 and says so.  An output never replaces an input
 # or another output, and names are data: quoted in CSV, escaped in SVG.
 . "$(dirname "$0")/../lib.sh"
 
@@ -48,6 +49,29 @@ done <<EOF_CASES
 --svg|capacity examples/tiny.json --gpu 1G --svg OUT
 gen|gen vgg16 --batch 2 -o OUT
 EOF_CASES
+# a report on stdout that cannot be written (a full device) exits 2 and says
+# so, where it exited 0 with the report lost
+while IFS='|' read -r want cmd; do
+	# shellcheck disable=SC2086
+	"$MEMPLAN" $cmd >/dev/full 2>"$TMP/err"; rc=$?
+	if [ $rc != "$want" ] || ! grep -qx "memplan: writing standard output failed: No space left on device" "$TMP/err"; then
+		not_ok "stdout on /dev/full ($cmd)" "exit $rc" "$(cat "$TMP/err")"
+	else
+		ok
+	fi
+done <<EOF_CASES
+2|analyze examples/tiny.json
+2|analyze examples/tiny.json --format json
+2|analyze examples/tiny.json --format csv --steps
+2|plan examples/tiny.json --budget 64M
+2|capacity examples/tiny.json --gpu 1G
+2|--help
+2|--version
+2|plan --help
+EOF_CASES
+"$MEMPLAN" analyze examples/tiny.json >"$TMP/ok.txt" 2>"$TMP/err"; rc=$?
+if [ $rc = 0 ] && [ ! -s "$TMP/err" ] && [ -s "$TMP/ok.txt" ]; then ok; else not_ok "stdout to a file: exit 0, nothing on stderr" "exit $rc" "$(cat "$TMP/err")"; fi
+
 # an output never replaces an input or another output
 memplan plan examples/chain.json --budget 64K -o "$TMP/c.plan.json" >/dev/null 2>&1
 cp examples/tiny.json "$TMP/n.json"
