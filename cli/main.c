@@ -58,6 +58,10 @@ int main(int argc, char **argv)
 	 * layers went to page faults). */
 	mallopt(M_MMAP_THRESHOLD, 1 << 30);
 	mallopt(M_TRIM_THRESHOLD, 1 << 30);
+	/* and grow the heap 64 MiB at a time, which mp_heap_hugepages marks
+	 * for huge pages before most of it is touched */
+	mallopt(M_TOP_PAD, 64 << 20);
+	mp_heap_hugepages();
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_BAD_INPUT;

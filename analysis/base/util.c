@@ -6,10 +6,14 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 void mp_error_set(struct mp_error *err, const char *fmt, ...)
 {
@@ -57,12 +61,41 @@ static _Noreturn void oom(size_t n)
 	exit(4);
 }
 
+/*
+ * The heap in transparent huge pages where the kernel gives them on request
+ * (/sys/kernel/mm/transparent_hugepage/enabled "madvise", Debian's default),
+ * as glibc's glibc.malloc.hugetlb=1 tunable would: what the heap gained since
+ * the last look is marked MADV_HUGEPAGE.  main grows the heap 64 MiB at a
+ * time (M_TOP_PAD), so most of each step is marked before it is touched.
+ * memplan's working set is a few large arrays (schedules, event lists, the
+ * arena's lists) of up to hundreds of MB, which main keeps in the heap
+ * (M_MMAP_THRESHOLD); in 4 KiB pages, page faults and TLB misses were half
+ * of analysing the 10^5-layer fchain (2.30 -> 1.36 s of CPU, the mean of 7).
+ * sbrk(0) reads glibc's cached break, no system call.  Without THP, or
+ * under a sanitizer's allocator (the break does not move), nothing changes.
+ * seen is atomic for verify's engine threads; a race at worst advises a
+ * range twice or not at all, which changes no result.
+ */
+void mp_heap_hugepages(void)
+{
+	static _Atomic uintptr_t seen;
+	uintptr_t was = atomic_load_explicit(&seen, memory_order_relaxed);
+	uintptr_t top = (uintptr_t)sbrk(0), lo = was & ~(uintptr_t)4095;
+
+	if (top == (uintptr_t)-1 || top == was)
+		return;
+	if (was && top > was)
+		madvise((void *)lo, top - lo, MADV_HUGEPAGE); /* advice: its failure changes nothing */
+	atomic_store_explicit(&seen, top, memory_order_relaxed);
+}
+
 void *mp_xmalloc(size_t n)
 {
 	void *p = malloc(n ? n : 1);
 
 	if (!p)
 		oom(n);
+	mp_heap_hugepages();
 	return p;
 }
 
@@ -72,6 +105,7 @@ void *mp_xcalloc(size_t n, size_t size)
 
 	if (!p)
 		oom(n * size);
+	mp_heap_hugepages();
 	return p;
 }
 
@@ -81,6 +115,7 @@ void *mp_xrealloc(void *p, size_t n)
 
 	if (!q)
 		oom(n);
+	mp_heap_hugepages();
 	return q;
 }
 

@@ -26,6 +26,10 @@ void mp_error_prefix(struct mp_error *err, const char *fmt, ...)
 	((c) ? (void)0 : mp_assert_fail(#c, __FILE__, __LINE__))
 _Noreturn void mp_assert_fail(const char *what, const char *file, int line);
 
+/* Mark the heap grown since the last call for transparent huge pages
+ * (MADV_HUGEPAGE); the first call only notes where it ends.  mp_xmalloc and
+ * its kin call it after each allocation. */
+void mp_heap_hugepages(void);
 /* malloc that never returns NULL: out of memory is an internal error (exit 4). */
 void *mp_xmalloc(size_t n);
 void *mp_xcalloc(size_t n, size_t size);
