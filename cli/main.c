@@ -44,9 +44,12 @@ static void usage(FILE *f)
  */
 static int finish_stdout(int rc)
 {
-	if (fflush(stdout) == 0 && !ferror(stdout))
+	int e = fflush(stdout) != 0 ? errno : 0;
+
+	if (!e && !ferror(stdout))
 		return rc;
-	fprintf(stderr, "memplan: writing standard output failed: %s\n", strerror(errno));
+	/* (errno only from the flush: an earlier write's is gone) */
+	fprintf(stderr, "memplan: writing standard output failed%s%s\n", e ? ": " : "", e ? strerror(e) : "");
 	return rc == EXIT_OK || rc == EXIT_NO ? EXIT_BAD_INPUT : rc;
 }
 

@@ -68,6 +68,7 @@ done <<EOF_CASES
 2|--help
 2|--version
 2|plan --help
+2|gen vgg16 --batch 2
 EOF_CASES
 "$MEMPLAN" analyze examples/tiny.json >"$TMP/ok.txt" 2>"$TMP/err"; rc=$?
 if [ $rc = 0 ] && [ ! -s "$TMP/err" ] && [ -s "$TMP/ok.txt" ]; then ok; else not_ok "stdout to a file: exit 0, nothing on stderr" "exit $rc" "$(cat "$TMP/err")"; fi
