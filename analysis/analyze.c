@@ -12,14 +12,22 @@ int analysis_strategy(const struct mp_net *net, const struct mp_route *r, enum m
 		      struct mp_error *err)
 {
 	struct mp_policy_opts alt = *o;
-	struct mp_schedule s2;
+	struct mp_schedule s1, s2;
 	struct mp_sim sim2;
 	struct mp_recompute_info info1, info2;
+	int rc;
 
+	if (!out) {
+		sched_init(&s1);
+		out = &s1;
+	}
 	policy_build(net, r, s, o, out, &info1);
 	if (info)
 		*info = info1;
-	if (sim_run(net, dev, out, sim, err) < 0)
+	rc = sim_run(net, dev, out, sim, err);
+	if (out == &s1)
+		sched_release(&s1);
+	if (rc < 0)
 		return -1;
 	/* the other rule only when it would drop something else */
 	if (s != MP_STRAT_RECOMPUTE || (!o->loose_rebuild && info1.rule_blocked == 0))
@@ -34,16 +42,19 @@ int analysis_strategy(const struct mp_net *net, const struct mp_route *r, enum m
 	}
 	if (sim2.peak_bytes < sim->peak_bytes ||
 	    (sim2.peak_bytes == sim->peak_bytes && sim2.time_ms < sim->time_ms)) {
-		sched_release(out);
 		sim_release(sim);
-		*out = s2;
 		*sim = sim2;
 		if (info)
 			*info = info2;
+		if (out != &s1) {
+			sched_release(out);
+			*out = s2;
+			return 0;
+		}
 	} else {
-		sched_release(&s2);
 		sim_release(&sim2);
 	}
+	sched_release(&s2);
 	return 0;
 }
 
@@ -77,14 +88,12 @@ int analysis_run_ex(const struct mp_net *net, const struct mp_device *dev,
 		r->strategy = (enum mp_strategy)s;
 		sched_init(&r->sched);
 		out->n++;
-		if (analysis_strategy(net, &out->route, r->strategy, opts, &out->device, &r->sched,
-				      &r->sim, &r->rinfo, err) < 0) {
+		if (analysis_strategy(net, &out->route, r->strategy, opts, &out->device,
+				      keep_schedules ? &r->sched : NULL, &r->sim, &r->rinfo, err) < 0) {
 			mp_error_prefix(err, "internal error: %s schedule: ", mp_strategy_name(r->strategy));
 			analysis_release(out);
 			return -1;
 		}
-		if (!keep_schedules)
-			sched_release(&r->sched);
 	}
 	for (uint32_t i = 0; i < out->n; i++) {
 		struct mp_strategy_result *r = &out->r[i];

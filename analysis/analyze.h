@@ -39,8 +39,11 @@ struct mp_analysis {
  * rebuild rules (mp_policy_opts.loose_rebuild) are tried and the schedule
  * with the lower peak (then the faster) kept: rebuilding from an offloaded
  * input pays when the prefetch it brings forward is cheap, not otherwise,
- * and only the simulator knows which.  out is initialised by the caller;
- * 0, or -1 with *err (an internal error) and nothing held in *sim.
+ * and only the simulator knows which.  out is initialised by the caller,
+ * or NULL when only *sim is wanted: then each schedule is released as soon
+ * as it is simulated, and two are never held at once (on 10^5 layers a
+ * recompute schedule is 200 MB).  0, or -1 with *err (an internal error)
+ * and nothing held in *sim.
  */
 int analysis_strategy(const struct mp_net *net, const struct mp_route *r, enum mp_strategy s,
 		      const struct mp_policy_opts *o, const struct mp_device *dev,

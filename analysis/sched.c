@@ -46,6 +46,18 @@ void sched_push(struct mp_schedule *s, enum mp_act_kind kind, int32_t op,
 	a->bytes = bytes;
 }
 
+void sched_reserve(struct mp_schedule *s, uint32_t n)
+{
+	uint64_t need = (uint64_t)s->n + n;
+
+	if (need <= s->cap)
+		return;
+	if (need > UINT32_MAX)
+		need = UINT32_MAX;
+	s->a = mp_xrealloc(s->a, (size_t)need * sizeof(*s->a));
+	s->cap = (uint32_t)need;
+}
+
 uint64_t sched_ws_bytes(const struct mp_net *net, int32_t op, int32_t algo)
 {
 	const struct mp_op *o = &net->ops[op];
@@ -178,6 +190,7 @@ void sched_close(const struct mp_net *net, struct mp_schedule *s)
 {
 	uint8_t *on = mp_xcalloc(net->n_tensors ? net->n_tensors : 1, 1);
 	const uint32_t n = s->n;
+	uint32_t n_free = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
 		const struct mp_action *a = &s->a[i];
@@ -189,6 +202,9 @@ void sched_close(const struct mp_net *net, struct mp_schedule *s)
 		else if (a->kind == MP_ACT_FREE || a->kind == MP_ACT_SWAP_OUT)
 			on[a->tensor] = 0;
 	}
+	for (uint32_t t = 0; t < net->n_tensors; t++)
+		n_free += on[t] && !sched_persistent(&net->tensors[t]);
+	sched_reserve(s, n_free);
 	for (uint32_t t = 0; t < net->n_tensors; t++)
 		if (on[t] && !sched_persistent(&net->tensors[t]))
 			sched_push(s, MP_ACT_FREE, -1, (int32_t)t, 0);
@@ -336,6 +352,24 @@ static void emit_entry(struct emit_state *E, uint32_t i)
 	}
 }
 
+/* At most how many actions emit_entry and the persistent allocs push: each
+ * swap gives at most a wait for its copy, a swap-in, a wait at its use and a
+ * swap-out; each entry its compute, the allocs of the generations it starts,
+ * a workspace's alloc and free, and its releases. */
+static uint32_t emit_bound(const struct emit_state *E, uint32_t n_swaps)
+{
+	const struct mp_net *net = E->net;
+	uint64_t n = 4ull * n_swaps + E->n_rel + E->n_e;
+
+	for (uint32_t t = 0; t < net->n_tensors; t++)
+		n += sched_persistent(&net->tensors[t]);
+	for (uint32_t i = 0; i < E->gs_start[E->n_e]; i++)
+		n += E->gen_start[i];
+	for (uint32_t i = 0; i < E->n_e; i++)
+		n += 2 * (net->ops[E->e[i].op].ws >= 0);
+	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
 void sched_emit(const struct mp_net *net, const struct mp_entry *e, uint32_t n_e,
 		const struct mp_swap *swaps, uint32_t n_swaps, struct mp_schedule *out)
 {
@@ -353,6 +387,7 @@ void sched_emit(const struct mp_net *net, const struct mp_entry *e, uint32_t n_e
 			host_start[swaps[s].tensor] = 1;
 	emit_generations(&E);
 	emit_releases(&E);
+	sched_reserve(out, emit_bound(&E, n_swaps));
 	for (uint32_t t = 0; t < nt; t++)
 		if (sched_persistent(&net->tensors[t]) && !host_start[t]) {
 			sched_push(out, MP_ACT_ALLOC, -1, (int32_t)t, net->tensors[t].bytes);

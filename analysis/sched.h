@@ -51,6 +51,10 @@ void sched_init(struct mp_schedule *s);
 void sched_release(struct mp_schedule *s);
 void sched_push(struct mp_schedule *s, enum mp_act_kind kind, int32_t op,
 		int32_t tensor, uint64_t bytes);
+/* Room for at least n more actions, allocated to the exact size: for an
+ * emitter that knows a bound, so that its pushes never double the array
+ * (the copy, and the pages of a capacity it does not use). */
+void sched_reserve(struct mp_schedule *s, uint32_t n);
 
 /*
  * The steady state (memplan-plan(5)): append to s a free of every tensor that

@@ -203,12 +203,10 @@ static int eval(struct cap_cache *c, const struct cap_query *q, unsigned row, ui
 		goto out;
 	}
 	if (row < MP_STRAT__COUNT) {
-		struct mp_schedule s, base;
+		struct mp_schedule base;
 		struct mp_sim sim, bsim;
 
-		sched_init(&s);
-		rc = analysis_strategy(net, &r, (enum mp_strategy)row, &q->popts, &q->device, &s, &sim, NULL, err);
-		sched_release(&s);
+		rc = analysis_strategy(net, &r, (enum mp_strategy)row, &q->popts, &q->device, NULL, &sim, NULL, err);
 		if (rc < 0)
 			goto out;
 		*fits = sim.peak_bytes <= q->usable_bytes;
