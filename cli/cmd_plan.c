@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "../analysis/base/jget.h"
 #include "../analysis/jobs.h"
 #include "../plan/capacity.h"
 #include "../plan/dqn.h"
@@ -661,6 +662,7 @@ int cmd_plan(int argc, char **argv)
 	struct budget_arg budget = { 0, 0, 0 };
 	struct jobs_arg J;
 	struct mp_plan_req req;
+	struct mp_json_arena ja;
 	int fmt = FMT_TABLE, k, rc, at, want_bound = 0;
 	const struct cli_opt opts[] = {
 		OPT_CALL("budget", 0, "SIZE|P%", CLI_REQUIRED, &budget, set_budget),
@@ -782,6 +784,9 @@ int cmd_plan(int argc, char **argv)
 			       step_label(net, p->sim.steps[p->sim.peak_step].op, lab, sizeof(lab)));
 		goto out_plans;
 	}
+	/* each tree is built, written and dropped in the arena (net_json, from
+	 * outside it, is only referenced) */
+	mp_json_arena_begin(&ja);
 	if (out_path && (k = write_json_file(out_path, plan_to_json(net, net_json, &req, &plans[best]), "-o", 0)) != EXIT_OK)
 		rc = k;
 	if (trace_path && (k = write_json_file(trace_path, plan_trace_json(net, &plans[best]), "--trace",
@@ -789,6 +794,7 @@ int cmd_plan(int argc, char **argv)
 		rc = k;
 	if (save_path && (k = write_json_file(save_path, dqn_model_json(&model), "--save-model", 0)) != EXIT_OK)
 		rc = k;
+	mp_json_arena_end(&ja);
 out_plans:
 	for (int i = 0; i < MP_PLANNER_AUTO; i++)
 		plan_release(&plans[i]);

@@ -67,6 +67,11 @@ static json_t *json_canonical(json_t *v)
 	}
 }
 
+static int digest_chunk(const char *buf, size_t n, void *ctx)
+{
+	return EVP_DigestUpdate(ctx, buf, n) == 1 ? 0 : -1;
+}
+
 /*
  * The SHA-256 of v's values serialized canonically (json_canonical; compact,
  * keys sorted, ASCII only), as 64 lowercase hex digits: reformatting a plan
@@ -81,15 +86,15 @@ static int json_sha256_hex(const json_t *v, bool canonical, char hex[65])
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
 	json_t *c = canonical ? json_canonical((json_t *)v) : json_incref((json_t *)v);
-	char *s = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	int ok;
 
+	/* streamed: no serialization of a 10^5-layer net held in memory */
+	ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
+	     json_dump_callback(c, digest_chunk, ctx, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII) == 0 &&
+	     EVP_DigestFinal_ex(ctx, md, &n) == 1 && n == 32;
+	EVP_MD_CTX_free(ctx);
 	json_decref(c);
-
-	if (!s)
-		return -1;
-	ok = EVP_Digest(s, strlen(s), md, &n, EVP_sha256(), NULL) == 1 && n == 32;
-	free(s);
 	if (!ok)
 		return -1;
 	for (unsigned i = 0; i < 32; i++) {

@@ -305,3 +305,32 @@ json_t *mp_json_load_file(const char *path, struct mp_error *err)
 	free(buf);
 	return root;
 }
+
+static struct mp_arena *json_arena;
+
+static void *json_arena_malloc(size_t n)
+{
+	return mp_arena_alloc_raw(json_arena, n);
+}
+
+static void json_arena_free(void *p)
+{
+	(void)p;
+}
+
+void mp_json_arena_begin(struct mp_json_arena *ja)
+{
+	MP_ASSERT(!json_arena);
+	memset(&ja->arena, 0, sizeof(ja->arena));
+	json_get_alloc_funcs(&ja->old_malloc, &ja->old_free);
+	json_arena = &ja->arena;
+	json_set_alloc_funcs(json_arena_malloc, json_arena_free);
+}
+
+void mp_json_arena_end(struct mp_json_arena *ja)
+{
+	MP_ASSERT(json_arena == &ja->arena);
+	json_set_alloc_funcs(ja->old_malloc, ja->old_free);
+	json_arena = NULL;
+	mp_arena_release(&ja->arena); /* the whole tree, without walking it */
+}

@@ -37,10 +37,30 @@ static inline const char *jget_path(char *buf, size_t n, const char *path,
  * byte order marks and NUL bytes named); NULL with *err ("line 3, column 14:
  * invalid JSON: ...", or why it cannot be read). */
 json_t *mp_json_load_file(const char *path, struct mp_error *err);
+
 /* The same for len bytes already in memory (the file's contents): a new
  * reference, or NULL with *err.  NUL bytes are not named here (mp_json_load_file
  * names them before parsing). */
 json_t *mp_json_load_buffer(const char *buf, size_t len, struct mp_error *err);
+
+/*
+ * jansson's allocations in a bump arena, from begin to end: for a tree that
+ * is built, used and dropped whole (a net file's parse, a plan file's
+ * writing), whose hundreds of thousands of small nodes are then neither
+ * freed one by one nor left for malloc to consolidate.  Nothing allocated
+ * inside may outlive end; nothing allocated outside may be freed inside (its
+ * memory would be kept: incref and decref of an outside tree are fine).
+ * Not nested.
+ */
+struct mp_json_arena {
+	struct mp_arena arena;
+	json_malloc_t old_malloc;
+	json_free_t old_free;
+};
+
+void mp_json_arena_begin(struct mp_json_arena *ja);
+void mp_json_arena_end(struct mp_json_arena *ja);
+
 /* The largest JSON file memplan reads: 1 GiB (a 10^5-layer net is 14 MB). */
 #define MP_MAX_JSON_BYTES (UINT64_C(1) << 30)
 

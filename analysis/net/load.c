@@ -506,37 +506,16 @@ struct mp_net *net_load_file_json(const char *path, json_t **root_out, struct mp
 	return net;
 }
 
-/* jansson allocations for a parse whose tree dies at once: a bump arena, so
- * the hundreds of thousands of small nodes of a big net are neither freed
- * one by one nor left for malloc to consolidate. */
-static struct mp_arena *json_arena;
-
-static void *json_arena_malloc(size_t n)
-{
-	return mp_arena_alloc_raw(json_arena, n);
-}
-
-static void json_arena_free(void *p)
-{
-	(void)p;
-}
-
 struct mp_net *net_load_file(const char *path, struct mp_error *err)
 {
-	struct mp_arena arena = { 0 };
-	json_malloc_t old_malloc;
-	json_free_t old_free;
+	struct mp_json_arena ja;
 	struct mp_net *net = NULL;
 	json_t *root;
 
-	json_get_alloc_funcs(&old_malloc, &old_free);
-	json_arena = &arena;
-	json_set_alloc_funcs(json_arena_malloc, json_arena_free);
+	mp_json_arena_begin(&ja);
 	root = mp_json_load_file(path, err);
 	if (root)
 		net = net_load_json(root, err); /* copies what it keeps */
-	json_set_alloc_funcs(old_malloc, old_free);
-	json_arena = NULL;
-	mp_arena_release(&arena); /* the whole tree, without walking it */
+	mp_json_arena_end(&ja);
 	return net;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "../../analysis/base/jget.h"
 #include "../../analysis/policy.h"
 #include "../../analysis/route.h"
 #include "../../plan/arena.h"
@@ -978,6 +979,36 @@ static void test_fuzz_seeds(void)
 	CHECK(n >= 5);
 }
 
+/* The net's digest by hand: keys sorted, 1.0 as 1, compact, ASCII only
+ * (jansson escapes in capitals):
+ *   printf %s '{"a":[1,"x\u00E9"],"b":1}' | sha256sum
+ * The same inside a JSON arena (cmd_plan writes there), with the tree from
+ * outside it. */
+static void test_net_digest(void)
+{
+	const char *want = "36ea1033738f9b51d24a6cb269621ae58188dc1a168aab8a8bb4cf0dcc377f31";
+	json_t *v = json_loads("{\"b\": 1.0, \"a\": [1, \"x\u00e9\"]}", 0, NULL), *t;
+	struct mp_json_arena ja;
+	char hex[65];
+
+	CHECK(v != NULL);
+	CHECK(plan_net_sha256(v, hex) == 0);
+	CHECK_STR(hex, want);
+	mp_json_arena_begin(&ja);
+	memset(hex, 0, sizeof(hex));
+	CHECK(plan_net_sha256(v, hex) == 0);
+	CHECK_STR(hex, want);
+	/* a tree made and dropped inside, holding the outside one */
+	t = json_pack("{s:O, s:[i, s]}", "net", v, "x", 3, "y");
+	CHECK(t && json_object_get(t, "net") == v && v->refcount == 2);
+	json_decref(t);
+	CHECK(v->refcount == 1);
+	mp_json_arena_end(&ja);
+	CHECK(plan_net_sha256(v, hex) == 0);
+	CHECK_STR(hex, want);
+	json_decref(v);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/memplan-test-planfile-XXXXXX");
@@ -992,6 +1023,7 @@ int main(void)
 	test_trace();
 	test_reader_errors();
 	test_fuzz_seeds();
+	test_net_digest();
 	{
 		char cmd[128];
 
