@@ -194,11 +194,15 @@ int cmd_replan(int argc, char **argv)
 		goto out;
 	}
 	if (out_path) {
-		json_t *o = plan_to_json(re.net, re.net_json, &req, &re.plan);
+		struct mp_json_arena ja;
+		json_t *o;
 
+		mp_json_arena_begin(&ja); /* as memplan plan writes its plan */
+		o = plan_to_json(re.net, re.net_json, &req, &re.plan);
 		/* full precision: the plan's digest covers its net's numbers */
 		rc = out_json_file(out_path, o, JSON_INDENT(1) | JSON_PRESERVE_ORDER, "-o");
 		json_decref(o);
+		mp_json_arena_end(&ja);
 	}
 out:
 	replan_release(&re);
