@@ -226,6 +226,7 @@ struct emit_state {
 	 * filled in reverse entry order by the backward pass) */
 	uint32_t *rel_start, n_rel;
 	int32_t *rel;              /* [n_rel] */
+	uint32_t n_kept;           /* tensors sched_close frees: unread gradients */
 	struct swap_index by_out, by_in, by_use, by_wait;
 };
 
@@ -274,6 +275,8 @@ static void emit_releases(struct emit_state *E)
 			if (net->tensors[t].kind == MP_TK_PARAM_GRAD && !sched_persistent(&net->tensors[t]))
 				keep[t] = 0;
 		}
+	for (uint32_t t = 0; t < nt; t++)
+		E->n_kept += keep[t] && !sched_persistent(&net->tensors[t]);
 	E->rel_start = mp_xcalloc(E->n_e + 1, sizeof(*E->rel_start));
 	for (uint32_t i = E->n_e; i-- > 0;) {
 		const struct mp_op *op = &net->ops[E->e[i].op];
@@ -352,21 +355,27 @@ static void emit_entry(struct emit_state *E, uint32_t i)
 	}
 }
 
-/* At most how many actions emit_entry and the persistent allocs push: each
- * swap gives at most a wait for its copy, a swap-in, a wait at its use and a
- * swap-out; each entry its compute, the allocs of the generations it starts,
- * a workspace's alloc and free, and its releases. */
+/* At most how many actions sched_emit pushes, so that it never grows the
+ * schedule: each swap gives at most a wait for its copy, a swap-in, a wait at
+ * its use, a swap-out and, after that swap-out, an alloc of a new generation
+ * of its tensor; each entry its compute, a workspace's alloc and free, and
+ * its releases; each persistent tensor its alloc before the first entry, and
+ * each generation of another tensor an alloc (a persistent tensor stays
+ * resident unless swapped); sched_close the unread gradients. */
 static uint32_t emit_bound(const struct emit_state *E, uint32_t n_swaps)
 {
 	const struct mp_net *net = E->net;
-	uint64_t n = 4ull * n_swaps + E->n_rel + E->n_e;
+	uint64_t n = 5ull * n_swaps + E->n_rel + E->n_e + E->n_kept;
 
 	for (uint32_t t = 0; t < net->n_tensors; t++)
 		n += sched_persistent(&net->tensors[t]);
-	for (uint32_t i = 0; i < E->gs_start[E->n_e]; i++)
-		n += E->gen_start[i];
-	for (uint32_t i = 0; i < E->n_e; i++)
-		n += 2 * (net->ops[E->e[i].op].ws >= 0);
+	for (uint32_t i = 0; i < E->n_e; i++) {
+		const struct mp_op *op = &net->ops[E->e[i].op];
+
+		for (uint32_t k = 0; k < op->n_out; k++)
+			n += E->gen_start[E->gs_start[i] + k] && !sched_persistent(&net->tensors[op->out[k]]);
+		n += 2 * (op->ws >= 0);
+	}
 	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
 

@@ -185,16 +185,11 @@ static int set_budget(const char *name, const char *arg, void *dst)
 static int budget_of_liveness(const struct mp_net *net, const struct mp_route *r, double pct, int fmt,
 			      struct mp_plan_req *req)
 {
-	struct mp_schedule s;
 	struct mp_sim sim;
 	struct mp_error err;
 	char b1[32], b2[32];
-	int rc;
 
-	sched_init(&s);
-	rc = analysis_strategy(net, r, MP_STRAT_LIVENESS, &req->popts, &req->device, &s, &sim, NULL, &err);
-	sched_release(&s);
-	if (rc < 0)
+	if (analysis_strategy(net, r, MP_STRAT_LIVENESS, &req->popts, &req->device, NULL, &sim, NULL, &err) < 0)
 		return cli_lib_error("plan", &err);
 	req->budget_bytes = (uint64_t)((double)sim.peak_bytes * pct / 100);
 	if (fmt == FMT_TABLE)
