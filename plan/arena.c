@@ -30,11 +30,14 @@
  * turn from forward to backward.  Only the union of their byte ranges
  * matters, so a segment tree over the event order keeps, per node, the union
  * of the ranges of the allocations covering the node ("cover") and of those
- * meeting it ("any"), each a sorted list of disjoint ranges, touching ones
- * merged.  A placement merges the O(log n) lists of the nodes that meet its
- * interval (a heap, each list skipping by galloping search what the union so
- * far covers; it stops at a gap of exactly the size) and adds its range to
- * O(log n) lists.  With R the ranges those lists
+ * starting in it ("start"), each a sorted list of disjoint ranges, touching
+ * ones merged.  What overlaps [s, e) is what is live at s (the cover lists of
+ * the nodes over s) and what starts in (s, e) (the start lists of the nodes
+ * that partition it): each allocation in one list, where lists of the nodes
+ * meeting the interval held a long one once per node.  A placement merges
+ * those O(log n) lists (a heap, each list skipping by galloping search what
+ * the union so far covers; it stops at a gap of exactly the size) and adds
+ * its range to O(log n) lists.  With R the ranges those lists
  * hold, one placement costs O(R log log n + log n (h + log h)), h the ranges
  * of a list; R grows with the holes of the free space over the interval, so
  * the worst case is O(n^2 log n), as greedy by size itself.  Measured (2-core
@@ -86,7 +89,7 @@ struct segtree {
 	uint32_t m;           /* slots (event ranks) */
 	size_t n_nodes;       /* allocated, at least 4m (a tree reused for fewer slots) */
 	struct rset *cover;   /* [n_nodes]: union of allocations covering the node */
-	struct rset *any;     /* [n_nodes]: union of allocations meeting the node */
+	struct rset *start;   /* [n_nodes]: union of allocations starting in the node */
 	/* query scratch */
 	uint32_t n_got, cap_got;
 	const struct rset **got;
@@ -176,24 +179,24 @@ static void seg_init(struct segtree *T, uint32_t m)
 	T->m = m ? m : 1;
 	T->n_nodes = 4 * (size_t)T->m;
 	T->cover = mp_xcalloc(T->n_nodes, sizeof(*T->cover));
-	T->any = mp_xcalloc(T->n_nodes, sizeof(*T->any));
+	T->start = mp_xcalloc(T->n_nodes, sizeof(*T->start));
 }
 
 /* Empty every list, keeping its memory for the next placement. */
 static void seg_clear(struct segtree *T)
 {
 	for (size_t k = 0; k < 4 * (size_t)T->m; k++)
-		T->cover[k].n = T->any[k].n = 0;
+		T->cover[k].n = T->start[k].n = 0;
 }
 
 static void seg_release(struct segtree *T)
 {
 	for (size_t k = 0; k < T->n_nodes; k++) {
 		free(T->cover[k].r);
-		free(T->any[k].r);
+		free(T->start[k].r);
 	}
 	free(T->cover);
-	free(T->any);
+	free(T->start);
 	free(T->got);
 	free(T->heap);
 }
@@ -228,22 +231,6 @@ static void seg_give(struct segtree *T)
 	memset(T, 0, sizeof(*T));
 }
 
-static void seg_insert(struct segtree *T, uint32_t node, uint32_t lo, uint32_t hi,
-		       uint32_t s, uint32_t e, uint64_t blo, uint64_t bhi)
-{
-	uint32_t mid = lo + (hi - lo) / 2;
-
-	rset_add(&T->any[node], blo, bhi);
-	if (s <= lo && hi <= e) {
-		rset_add(&T->cover[node], blo, bhi);
-		return;
-	}
-	if (s < mid)
-		seg_insert(T, 2 * node, lo, mid, s, e, blo, bhi);
-	if (e > mid)
-		seg_insert(T, 2 * node + 1, mid, hi, s, e, blo, bhi);
-}
-
 static void got_push(struct segtree *T, const struct rset *r)
 {
 	if (!r->n)
@@ -252,20 +239,71 @@ static void got_push(struct segtree *T, const struct rset *r)
 	T->got[T->n_got++] = r;
 }
 
-static void seg_query(struct segtree *T, uint32_t node, uint32_t lo, uint32_t hi,
-		      uint32_t s, uint32_t e)
+/* The nodes that partition the slots [s, e): with add, add it to their
+ * cover lists; without, gather their start lists. */
+static void seg_parts(struct segtree *T, uint32_t node, uint32_t lo, uint32_t hi, uint32_t s, uint32_t e,
+		      const struct rng *add)
 {
 	uint32_t mid = lo + (hi - lo) / 2;
 
 	if (s <= lo && hi <= e) {
-		got_push(T, &T->any[node]);
+		if (add)
+			rset_add(&T->cover[node], add->lo, add->hi);
+		else
+			got_push(T, &T->start[node]);
 		return;
 	}
-	got_push(T, &T->cover[node]);
 	if (s < mid)
-		seg_query(T, 2 * node, lo, mid, s, e);
+		seg_parts(T, 2 * node, lo, mid, s, e, add);
 	if (e > mid)
-		seg_query(T, 2 * node + 1, mid, hi, s, e);
+		seg_parts(T, 2 * node + 1, mid, hi, s, e, add);
+}
+
+/* One step from the node over [*lo, *hi) towards slot s's leaf; false at
+ * the leaf. */
+static bool seg_down(uint32_t *node, uint32_t *lo, uint32_t *hi, uint32_t s)
+{
+	uint32_t mid = *lo + (*hi - *lo) / 2;
+
+	if (*hi - *lo <= 1)
+		return false;
+	if (s < mid) {
+		*node = 2 * *node;
+		*hi = mid;
+	} else {
+		*node = 2 * *node + 1;
+		*lo = mid;
+	}
+	return true;
+}
+
+/* An allocation of the bytes [blo, bhi) over the slots [s, e): in the cover
+ * lists of the nodes that partition [s, e), and in the start lists of the
+ * nodes over slot s. */
+static void seg_insert(struct segtree *T, uint32_t s, uint32_t e, uint64_t blo, uint64_t bhi)
+{
+	const struct rng add = { blo, bhi };
+	uint32_t node = 1, lo = 0, hi = T->m;
+
+	seg_parts(T, 1, 0, T->m, s, e, &add);
+	do
+		rset_add(&T->start[node], blo, bhi);
+	while (seg_down(&node, &lo, &hi, s));
+}
+
+/* Into T->got, the lists whose union is the bytes used during the slots
+ * [s, e), each allocation in exactly one: what is live at slot s (the cover
+ * lists of the nodes over it) and what starts in (s, e) (the start lists of
+ * the nodes that partition it). */
+static void seg_query(struct segtree *T, uint32_t s, uint32_t e)
+{
+	uint32_t node = 1, lo = 0, hi = T->m;
+
+	do
+		got_push(T, &T->cover[node]);
+	while (seg_down(&node, &lo, &hi, s));
+	if (s + 1 < e)
+		seg_parts(T, 1, 0, T->m, s + 1, e, NULL);
 }
 
 static uint64_t align_up(uint64_t x)
@@ -321,9 +359,9 @@ static uint64_t seg_fit(struct segtree *T, const struct item *it, uint64_t *top)
 
 	*top = 0;
 	T->n_got = 0;
-	seg_query(T, 1, 0, T->m, it->s, it->e);
+	seg_query(T, it->s, it->e);
 	if (it->e2 > it->s2)
-		seg_query(T, 1, 0, T->m, it->s2, it->e2);
+		seg_query(T, it->s2, it->e2);
 	mp_grow((void **)&T->heap, &T->cap_heap, T->n_got + 1, sizeof(*T->heap));
 	for (uint32_t k = 0; k < T->n_got; k++)
 		T->heap[nh++] = (struct head){ T->got[k]->r[0].lo, k, 0 };
@@ -387,7 +425,7 @@ static uint64_t seg_fit(struct segtree *T, const struct item *it, uint64_t *top)
 static bool seg_meets(struct segtree *T, uint32_t s, uint32_t e, uint64_t lo, uint64_t hi)
 {
 	T->n_got = 0;
-	seg_query(T, 1, 0, T->m, s, e);
+	seg_query(T, s, e);
 	for (uint32_t k = 0; k < T->n_got; k++) {
 		const struct rset *set = T->got[k];
 		uint32_t a = 0, b = set->n;
@@ -729,10 +767,10 @@ static uint64_t place(struct placer *P, const struct item *it, uint32_t n_it, ui
 			arena = off + w;
 		if (arena >= stop)
 			return arena;
-		seg_insert(T, 1, 0, T->m, it[k].s, it[k].e, off, off + w);
+		seg_insert(T, it[k].s, it[k].e, off, off + w);
 		if (it[k].e2 > it[k].s2) {
 			off_by_act[it[k].act2] = off;
-			seg_insert(T, 1, 0, T->m, it[k].s2, it[k].e2, off, off + w);
+			seg_insert(T, it[k].s2, it[k].e2, off, off + w);
 		}
 	}
 	return arena;
@@ -982,9 +1020,9 @@ int plan_check_arena(const struct mp_net *net, const struct mp_plan *p, struct m
 			}
 			MP_ASSERT(0);
 		}
-		seg_insert(&T, 1, 0, T.m, it[k].s, it[k].e, o, o + w);
+		seg_insert(&T, it[k].s, it[k].e, o, o + w);
 		if (it[k].e2 > it[k].s2)
-			seg_insert(&T, 1, 0, T.m, it[k].s2, it[k].e2, o, o + w);
+			seg_insert(&T, it[k].s2, it[k].e2, o, o + w);
 	}
 	if (high > p->arena_bytes) {
 		mp_error_set(err, "arena.bytes: %llu, but allocations reach %llu",
