@@ -33,8 +33,8 @@
  * starting in it ("start"), each a sorted list of disjoint ranges, touching
  * ones merged.  What overlaps [s, e) is what is live at s (the cover lists of
  * the nodes over s) and what starts in (s, e) (the start lists of the nodes
- * that partition it): each allocation in one list, where lists of the nodes
- * meeting the interval held a long one once per node.  A placement merges
+ * that partition it): each lifetime of an allocation in one list of a query,
+ * however many nodes it spans.  A placement merges
  * those O(log n) lists (a heap, each list skipping by galloping search what
  * the union so far covers; it stops at a gap of exactly the size) and adds
  * its range to O(log n) lists.  With R the ranges those lists
@@ -279,29 +279,31 @@ static bool seg_down(uint32_t *node, uint32_t *lo, uint32_t *hi, uint32_t s)
 
 /* An allocation of the bytes [blo, bhi) over the slots [s, e): in the cover
  * lists of the nodes that partition [s, e), and in the start lists of the
- * nodes over slot s. */
+ * nodes over slot s, but those over slot 0 (the root and its left spine):
+ * a query reads start lists only of nodes within [s + 1, e). */
 static void seg_insert(struct segtree *T, uint32_t s, uint32_t e, uint64_t blo, uint64_t bhi)
 {
 	const struct rng add = { blo, bhi };
 	uint32_t node = 1, lo = 0, hi = T->m;
 
 	seg_parts(T, 1, 0, T->m, s, e, &add);
-	do
-		rset_add(&T->start[node], blo, bhi);
-	while (seg_down(&node, &lo, &hi, s));
+	do {
+		if (lo)
+			rset_add(&T->start[node], blo, bhi);
+	} while (seg_down(&node, &lo, &hi, s));
 }
 
 /* Into T->got, the lists whose union is the bytes used during the slots
- * [s, e), each allocation in exactly one: what is live at slot s (the cover
+ * [s, e), each lifetime in exactly one: what is live at slot s (the cover
  * lists of the nodes over it) and what starts in (s, e) (the start lists of
  * the nodes that partition it). */
 static void seg_query(struct segtree *T, uint32_t s, uint32_t e)
 {
 	uint32_t node = 1, lo = 0, hi = T->m;
 
-	do
+	do {
 		got_push(T, &T->cover[node]);
-	while (seg_down(&node, &lo, &hi, s));
+	} while (seg_down(&node, &lo, &hi, s));
 	if (s + 1 < e)
 		seg_parts(T, 1, 0, T->m, s + 1, e, NULL);
 }
