@@ -362,11 +362,12 @@ static void undo_set(struct pl_state *S, struct undo *d, uint32_t m, bool undo)
 
 /* The edits d[0..nd) tried in runs that double after each success and
  * halve after a failure, down to one edit, which then stays, while the peak
- * stays at most target and the plan gets no slower, up to *builds < most.
- * Returns -1 on error, else whether the state is built on the last edit
- * tried (kept). */
+ * stays at most target and the plan gets no slower (with settled, no slower
+ * after plan_run's last steps, pl_settled_ms; *best is then such a time),
+ * up to *builds < most.  Returns -1 on error, else whether the state is
+ * built on the last edit tried (kept). */
 static int undo_runs(struct pl_state *S, struct mp_plan *p, struct undo *d, uint32_t nd, uint64_t target,
-		     double *best, uint32_t *builds, uint32_t most, struct mp_error *err)
+		     double *best, uint32_t *builds, uint32_t most, bool settled, struct mp_error *err)
 {
 	size_t steps = S->r->n * sizeof(*S->step_start);
 	/* the timeline the last kept build placed its swap-ins on (acc_in),
@@ -375,6 +376,7 @@ static int undo_runs(struct pl_state *S, struct mp_plan *p, struct undo *d, uint
 	double *acc_in = mp_xmalloc(steps + sizeof(double)), *acc_out = mp_xmalloc(steps + sizeof(double));
 	uint32_t run = 1;
 	int kept = 1, rc = 0;
+	double ms;
 
 	memcpy(acc_in, S->placed_on, steps);
 	memcpy(acc_out, S->step_start, steps);
@@ -386,9 +388,12 @@ static int undo_runs(struct pl_state *S, struct mp_plan *p, struct undo *d, uint
 		p->iterations++;
 		if ((rc = pl_build(S, err)) < 0)
 			break;
-		kept = rc == 0 && S->sim.peak_bytes <= target && S->sim.time_ms <= *best;
+		ms = S->sim.time_ms;
+		if (rc == 0 && settled && S->sim.peak_bytes <= target && (rc = pl_settled_ms(S, &ms, err)) < 0)
+			break;
+		kept = rc == 0 && S->sim.peak_bytes <= target && ms <= *best;
 		if (kept) {
-			*best = S->sim.time_ms;
+			*best = ms;
 			memcpy(acc_in, S->placed_on, steps);
 			memcpy(acc_out, S->step_start, steps);
 			k += m;
@@ -495,7 +500,7 @@ static int undo_drops(struct pl_state *S, struct mp_plan *p, uint64_t target, ui
 							 (uint8_t)rekeep, 0, 0, S->keep_from[t] };
 		qsort(d, nd, sizeof(*d), by_ms_desc);
 		if (nd && builds < most) /* else kept stays: whether S is built on the edits */
-			kept = undo_runs(S, p, d, nd, target, &best, &builds, most, err);
+			kept = undo_runs(S, p, d, nd, target, &best, &builds, most, false, err);
 	}
 	/* late keeps have builds of their own: where most drops are needed
 	 * the first two phases spend the allowance */
@@ -511,7 +516,7 @@ static int undo_drops(struct pl_state *S, struct mp_plan *p, uint64_t target, ui
 		nd = late_keeps(S, d, j);
 		qsort(d, nd, sizeof(*d), by_ms_desc);
 		if (nd)
-			kept = undo_runs(S, p, d, nd, target, &best, &builds, most, err);
+			kept = undo_runs(S, p, d, nd, target, &best, &builds, most, false, err);
 	}
 	free(d);
 	return kept < 0 ? -1 : kept ? 0 : pl_build(S, err);
@@ -651,7 +656,8 @@ static int rounds(struct pl_state *S, struct mp_plan *p, struct gr_ctx *g, uint6
  * after each convolution takes the fastest algorithm whose workspace fits
  * what the plan leaves free (pl_dynamic_workspace, which plan_run applies
  * next), so that giving room back to rebuilds is weighed against giving it
- * to faster algorithms; else the simulated time.  *packed (when asked):
+ * to faster algorithms; either way after plan_run's last steps issue its
+ * late swap-ins earlier (pl_settled_ms).  *packed (when asked):
  * the same, but where the arena does not pack with those algorithms the
  * time with the planned ones, as plan_run first takes such a plan (it then
  * also plans lower, which this does not foresee).  *ms does not ask the
@@ -666,7 +672,8 @@ static int final_ms(struct pl_state *S, double *ms, double *packed, struct mp_er
 	double *start;
 	int rc;
 
-	*ms = S->sim.time_ms;
+	if (pl_settled_ms(S, ms, err) < 0)
+		return -1;
 	if (packed)
 		*packed = *ms;
 	if (S->req->ws_mode != MP_WS_DYNAMIC)
@@ -675,8 +682,7 @@ static int final_ms(struct pl_state *S, double *ms, double *packed, struct mp_er
 	start = mp_xmalloc(steps + sizeof(*start));
 	memcpy(algo, S->algo, n);
 	memcpy(start, S->placed_on, steps);
-	if ((rc = pl_dynamic_workspace(S, err)) == 0) {
-		*ms = S->sim.time_ms;
+	if ((rc = pl_dynamic_workspace(S, err)) == 0 && (rc = pl_settled_ms(S, ms, err)) == 0) {
 		if (packed && (!memcmp(algo, S->algo, n) || pl_overflow(S, S->req->budget_bytes) == 0))
 			*packed = *ms;
 		/* back, swap-ins placed on the timeline they were placed on */
@@ -974,10 +980,13 @@ static int to_swaps(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
 		return nd ? -1 : 0;
 	}
 	qsort(d, nd, sizeof(*d), by_ms_desc);
-	best = S->sim.time_ms;
+	if (pl_settled_ms(S, &best, err) < 0) {
+		free(d);
+		return -1;
+	}
 	saved_init(&was_state, S->nt + 1, r->n);
 	snapshot(S, &was_state, false);
-	rc = undo_runs(S, p, d, nd, budget - frag, &best, &builds, undo_builds(S, GR_UNDO_BUILDS), err);
+	rc = undo_runs(S, p, d, nd, budget - frag, &best, &builds, undo_builds(S, GR_UNDO_BUILDS), true, err);
 	if (rc == 0)
 		rc = pl_build(S, err) < 0 ? -1 : 1;
 	if (rc > 0)
@@ -1329,7 +1338,7 @@ static int greedy_once(struct pl_state *S, struct mp_plan *p, uint32_t redo, uin
 		{ .swaps = true, .gaps = gaps, .waits = true, .from = zero, .late = late, .limit = limit },
 	};
 	uint64_t over0, over;
-	double ms0, free_ms;
+	double ms0, ms1, free_ms;
 	bool online = false, missed;
 
 	S->prefetch = PL_PREFETCH_JIT;
@@ -1349,9 +1358,12 @@ static int greedy_once(struct pl_state *S, struct mp_plan *p, uint32_t redo, uin
 		int rc;
 
 		over0 = pl_overflow(S, S->req->budget_bytes);
-		ms0 = S->sim.time_ms;
-		if (!over0 && ms0 <= free_ms)
+		if (!over0 && S->sim.time_ms <= free_ms)
 			break; /* it fits at no cost */
+		if (pl_settled_ms(S, &ms0, err) < 0) {
+			saved_release(&first);
+			return -1;
+		}
 		if (pass == 3 && !missed)
 			continue;
 		/* planned again late: only the passes that can differ */
@@ -1375,8 +1387,12 @@ static int greedy_once(struct pl_state *S, struct mp_plan *p, uint32_t redo, uin
 		}
 		online = pass == 4 && S->seq;
 		over = pl_overflow(S, S->req->budget_bytes);
+		if (pl_settled_ms(S, &ms1, err) < 0) {
+			saved_release(&first);
+			return -1;
+		}
 		/* the best fits (peak and arena) and is faster, or misses by less */
-		if (over0 != over ? over0 < over : ms0 <= S->sim.time_ms) {
+		if (over0 != over ? over0 < over : ms0 <= ms1) {
 			free(S->seq);
 			S->seq = NULL;
 			online = false;

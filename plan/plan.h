@@ -83,6 +83,13 @@ struct mp_plan_req {
 					 * for drops by the faster algorithms' time even
 					 * where their arena does not pack (set by plan_run
 					 * for its second greedy run) */
+	bool weigh_raw;                 /* greedy: weigh its plans by their simulated time,
+					 * not by the time plan_run's last steps leave
+					 * (set by plan_run for its second greedy run) */
+	bool *settled_lower;            /* borrowed, may be NULL: set where greedy weighed
+					 * a plan by the time plan_run's last steps leave
+					 * and that was lower than its simulated time (set
+					 * by plan_run) */
 	struct pl_alt *alt;             /* borrowed, may be NULL: where dynamic workspace
 					 * makes greedy's attempt slower, or its arena
 					 * overflow, variants of the attempt (the default

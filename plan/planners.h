@@ -55,6 +55,13 @@ int plan_settle_held(const struct mp_net *net, const struct mp_plan_req *req, st
  * struct pl_held.  0, or -1 with *err. */
 int plan_last_steps(const struct mp_net *net, const struct mp_plan_req *req, struct mp_plan *out, bool lazy,
 		    struct mp_error *err);
+/* *ms: the time S's plan runs in after both steps, on its simulation alone
+ * (lazy, no arena placed), as greedy weighs its plans; S's own time where
+ * req->weigh_raw, where it does not stall or its peak is over the budget
+ * (the arena is not asked), or where its schedule
+ * has over 20000 actions (PLAN_LAZY_ARENA_ACTIONS).  Sets
+ * *req->settled_lower where lower.  S is unchanged.  0, or -1 with *err. */
+int pl_settled_ms(struct pl_state *S, double *ms, struct mp_error *err);
 /* dqn (plan/dqn.c): swap and recompute decisions of a deep Q-network over a
  * structure2vec embedding, trained on the simulator (or loaded). */
 int plan_dqn(struct pl_state *S, struct mp_plan *p, struct mp_error *err);

@@ -29,13 +29,15 @@ expect_run "verify at the true times" 0 -- \
 expect_run "report digest" 0 --stdout-grep '^ "net_sha256": "[0-9a-f]{64}"$' -- cat "$TMP/g0.r.json"
 expect_run "report ops" 0 --stdout-grep '^ "ops": \[$' -- cat "$TMP/g0.r.json"
 expect_run "report names --op-times" 0 --stdout-grep "^ \"op_times\": \"$TRUE\",\$" -- cat "$TMP/g0.r.json"
-# c1.fwd runs twice (computed, then recomputed): 2 x 0.5 ms predicted, 2 x 1 ms measured
-expect_run "report op times" 0 --stdout-grep '"op": "c1.fwd",   "phase": "forward",   "runs": 2,   "predicted_ms": 1.0,   "measured_ms": 2.0' -- \
+# big.fwd runs once: 1 ms predicted (half its time), 2 ms measured
+expect_run "report op times" 0 --stdout-grep '"op": "big.fwd",   "phase": "forward",   "runs": 1,   "predicted_ms": 1.0,   "measured_ms": 2.0' -- \
 	sh -c "tr -d '\n' <'$TMP/g0.r.json'"
 expect_run "verify says where the times come from" 0 --stdout-grep "^op times  $TRUE: each op runs for its time there, not the plan's \(--op-times\)$" -- \
 	memplan verify "$TMP/g0.json" --op-times $TRUE --iters 1
 
-# --- replan: the recompute of c1 becomes a swap once the times are right ---
+# --- replan: at half the times greedy also swaps c1's and c2's weights
+# (its plan weighed by the time after plan_run's last steps: 6.019 ms,
+# against 6.050 ms recomputing c1); at the true times those swaps go ---
 expect_run "replan greedy, alpha 1" 0 --stdout replan-greedy.out -- \
 	mp_here replan "$TMP/g0.json" --report "$TMP/g0.r.json" --alpha 1 -o "$TMP/g1.json"
 # at alpha 1 the times are the measured ones: the schedule is the one
