@@ -23,6 +23,16 @@ void plan_smallest_arena(const struct mp_net *net, struct mp_plan *p, uint64_t b
  * 1 the sorted scan, -1 the segment tree (for tests: both give the same
  * offsets). */
 extern int plan_arena_placer;
+/* plan_assign_arena_within keeps the searches it made for a budget (the
+ * local search over placement orders, on schedules of up to 2048
+ * allocations), recognised by their allocations: searches counts those
+ * made, kept_hits those answered from the kept ones.  plan_arena_forget
+ * empties them (for tests, and to free their memory). */
+struct plan_arena_stats {
+	unsigned long searches, kept_hits;
+};
+extern struct plan_arena_stats plan_arena_stats;
+void plan_arena_forget(void);
 /* Offsets are multiples of this; arena_bytes is the highest end, unrounded. */
 #define PLAN_ARENA_ALIGN 256u
 /* Check p->offset against p->sched's simulated lifetimes: every allocation

@@ -88,6 +88,62 @@ static void known(const char *path, double time_ms, double stall_ms)
  * c1.out cannot end before big.fwd, so the plan waits for it: tf-swap and
  * superneurons find exactly that plan (stall 0.4096 ms, time 11.5096 ms);
  * tensile and greedy fit by waiting too, with swaps of their own. */
+/* plan_assign_arena_within keeps its searches: U-Net's liveness schedule
+ * placed for a budget of its peak (the four orders miss it, so the search
+ * runs), placed again, gets the offsets of the first placement to the byte
+ * without searching; emptied (plan_arena_forget), the search runs again
+ * and gives them too; for another budget, or another schedule (one byte
+ * more in one allocation), it is a search of its own. */
+static void searched_kept(void)
+{
+	struct fixture f;
+	struct mp_error err;
+	struct mp_plan p;
+	struct plan_arena_stats was;
+	uint64_t *first, bytes;
+
+	if (load(&f, "examples/unet.json") < 0) {
+		CHECK(0);
+		return;
+	}
+	plan_init(&p);
+	policy_build(f.net, &f.route, MP_STRAT_LIVENESS, &f.req.popts, &p.sched, NULL);
+	CHECK(sim_run(f.net, &f.req.device, &p.sched, &p.sim, &err) == 0);
+	plan_arena_forget();
+	was = plan_arena_stats;
+	plan_assign_arena_within(f.net, &p, p.sim.peak_bytes);
+	CHECK(plan_arena_stats.searches == was.searches + 1 && plan_arena_stats.kept_hits == was.kept_hits);
+	CHECK(plan_check_arena(f.net, &p, &err) == 0);
+	CHECK(p.arena_bytes > p.sim.peak_bytes); /* (else nothing was searched for) */
+	bytes = p.arena_bytes;
+	first = p.offset;
+	p.offset = NULL;
+	for (int forget = 0; forget < 2; forget++) {
+		if (forget)
+			plan_arena_forget();
+		was = plan_arena_stats;
+		plan_assign_arena_within(f.net, &p, p.sim.peak_bytes);
+		CHECK(plan_arena_stats.searches == was.searches + (unsigned long)forget);
+		CHECK(plan_arena_stats.kept_hits == was.kept_hits + (unsigned long)!forget);
+		CHECK_U64(p.arena_bytes, bytes);
+		CHECK(memcmp(p.offset, first, p.sched.n * sizeof(*first)) == 0);
+	}
+	was = plan_arena_stats;
+	plan_assign_arena_within(f.net, &p, p.sim.peak_bytes + (1u << 20));
+	CHECK(plan_arena_stats.kept_hits == was.kept_hits);
+	for (uint32_t i = 0; i < p.sched.n; i++)
+		if (p.sched.a[i].kind == MP_ACT_ALLOC && p.sched.a[i].bytes > (64u << 20)) {
+			p.sched.a[i].bytes++;
+			break;
+		}
+	was = plan_arena_stats;
+	plan_assign_arena_within(f.net, &p, p.sim.peak_bytes);
+	CHECK(plan_arena_stats.kept_hits == was.kept_hits);
+	free(first);
+	plan_release(&p);
+	unload(&f);
+}
+
 static void known_wait(void)
 {
 	static const enum mp_planner exact[] = { MP_PLANNER_TFSWAP, MP_PLANNER_SUPERNEURONS };
@@ -1057,6 +1113,7 @@ int main(void)
 	known("examples/swap-chain.json", 12.0, 0.0);
 	known("examples/swap-chain-stall.json", 11.5096, 0.4096);
 	known_wait();
+	searched_kept();
 	printf("planners at 90/70/50/30%% of the liveness peak (+ fits, - cannot), arena / max-live:\n");
 	if (glob("examples/*.json", 0, NULL, &g) == 0) {
 		for (size_t i = 0; i < g.gl_pathc; i++)
