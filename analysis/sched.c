@@ -58,6 +58,22 @@ void sched_reserve(struct mp_schedule *s, uint32_t n)
 	s->cap = (uint32_t)need;
 }
 
+void sched_copy(struct mp_schedule *dst, const struct mp_schedule *src, const uint32_t *ord)
+{
+	dst->n = dst->cap = src->n;
+	dst->a = mp_xmalloc((src->n + 1) * sizeof(*dst->a));
+	if (ord) {
+		for (uint32_t i = 0; i < src->n; i++)
+			dst->a[i] = src->a[ord[i]];
+	} else if (src->n) {
+		memcpy(dst->a, src->a, src->n * sizeof(*src->a));
+	}
+	dst->n_micro = dst->cap_micro = src->n_micro;
+	dst->micro = mp_xmalloc((src->n_micro + 1) * sizeof(*dst->micro));
+	if (src->n_micro) /* (NULL where no step runs in micro-batches) */
+		memcpy(dst->micro, src->micro, src->n_micro * sizeof(*src->micro));
+}
+
 uint64_t sched_ws_bytes(const struct mp_net *net, int32_t op, int32_t algo)
 {
 	const struct mp_op *o = &net->ops[op];

@@ -55,6 +55,11 @@ void sched_push(struct mp_schedule *s, enum mp_act_kind kind, int32_t op,
  * emitter that knows a bound, so that its pushes never double the array
  * (the copy, and the pages of a capacity it does not use). */
 void sched_reserve(struct mp_schedule *s, uint32_t n);
+/* dst becomes a copy of src, its actions in the order ord gives (dst's
+ * i-th is src's ord[i]; NULL: src's order) and its micro-batch lists, in
+ * arrays of its own.  What dst held is not freed: dst may be a shallow
+ * copy of a plan whose arrays another owns. */
+void sched_copy(struct mp_schedule *dst, const struct mp_schedule *src, const uint32_t *ord);
 
 /*
  * The steady state (memplan-plan(5)): append to s a free of every tensor that

@@ -740,14 +740,7 @@ static int plan_try_order(const struct mp_net *net, const struct mp_plan_req *re
 	int rc;
 
 	*kept = false;
-	c.sched.a = mp_xmalloc((s->n + 1) * sizeof(*c.sched.a));
-	c.sched.cap = s->n;
-	for (uint32_t i = 0; i < s->n; i++)
-		c.sched.a[i] = s->a[ord[i]];
-	c.sched.micro = mp_xmalloc((s->n_micro + 1) * sizeof(*c.sched.micro));
-	c.sched.cap_micro = s->n_micro;
-	if (s->n_micro) /* (NULL where no step runs in micro-batches) */
-		memcpy(c.sched.micro, s->micro, s->n_micro * sizeof(*s->micro));
+	sched_copy(&c.sched, s, ord);
 	memset(&c.sim, 0, sizeof(c.sim));
 	c.offset = NULL;
 	if ((rc = sim_run(net, &req->device, &c.sched, &c.sim, err)) == 0 &&
@@ -1114,13 +1107,7 @@ int pl_settled_ms(struct pl_state *S, double *ms, struct mp_error *err)
 	    s->n > PLAN_LAZY_ARENA_ACTIONS)
 		return 0;
 	plan_init(&c);
-	c.sched.a = mp_xmalloc((s->n + 1) * sizeof(*c.sched.a));
-	c.sched.cap = c.sched.n = s->n;
-	memcpy(c.sched.a, s->a, s->n * sizeof(*s->a));
-	c.sched.micro = mp_xmalloc((s->n_micro + 1) * sizeof(*c.sched.micro));
-	c.sched.cap_micro = c.sched.n_micro = s->n_micro;
-	if (s->n_micro)
-		memcpy(c.sched.micro, s->micro, s->n_micro * sizeof(*s->micro));
+	sched_copy(&c.sched, s, NULL);
 	if ((rc = sim_run(S->net, &S->req->device, &c.sched, &c.sim, err)) == 0) {
 		c.arena_bytes = c.max_live_bytes = c.sim.peak_bytes;
 		rc = plan_issue_by_use(S->net, S->req, &c, &held, err);

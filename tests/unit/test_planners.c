@@ -675,6 +675,30 @@ static void many_gaps(void)
 	unload(&f);
 }
 
+/* tests/data/three-swapins.json into f, and S, just in time, with a, b
+ * and c swapped over big (not built): the plan of queued_swapins below.
+ * Its liveness timeline (11.6 ms), malloc'd, into *timeline.  -1 (a failed
+ * check) where it does not load. */
+static int three_swapins(struct fixture *f, struct pl_state *S, double **timeline)
+{
+	static const char *const name[] = { "a.out", "b.out", "c.out" };
+	struct mp_error err;
+	uint32_t big;
+
+	if (load_none(f, "tests/data/three-swapins.json") < 0)
+		return -1;
+	pl_init(S, f->net, &f->route, &f->req);
+	S->prefetch = PL_PREFETCH_JIT;
+	CHECK(pl_build(S, &err) == 0);
+	CHECK_NEAR(S->sim.time_ms, 11.6, 1e-9);
+	*timeline = malloc(f->route.n * sizeof(**timeline));
+	memcpy(*timeline, S->step_start, f->route.n * sizeof(**timeline));
+	big = f->route.pos[net_find_op(f->net, "big.fwd")];
+	for (int k = 0; k < 3; k++)
+		CHECK(pl_gap_add(S, net_find_tensor(f->net, name[k]), big));
+	return 0;
+}
+
 /*
  * Swap-ins on one copy engine, on tests/data/three-swapins.json: a, b and c
  * (8192 B, 0.1 + 0.8192 = 0.9192 ms a copy) are swapped over big (route
@@ -699,21 +723,8 @@ static void queued_swapins(void)
 	double *timeline;
 	uint64_t big_bwd_jit = 0;
 
-	if (load_none(&f, "tests/data/three-swapins.json") < 0)
+	if (three_swapins(&f, &S, &timeline) < 0)
 		return;
-	pl_init(&S, f.net, &f.route, &f.req);
-	S.prefetch = PL_PREFETCH_JIT;
-	CHECK(pl_build(&S, &err) == 0);
-	CHECK_NEAR(S.sim.time_ms, 11.6, 1e-9);
-	timeline = malloc(f.route.n * sizeof(*timeline));
-	memcpy(timeline, S.step_start, f.route.n * sizeof(*timeline));
-	{
-		static const char *const name[] = { "a.out", "b.out", "c.out" };
-		uint32_t big = f.route.pos[net_find_op(f.net, "big.fwd")];
-
-		for (int k = 0; k < 3; k++)
-			CHECK(pl_gap_add(&S, net_find_tensor(f.net, name[k]), big));
-	}
 	for (int queue = 0; queue < 2; queue++) {
 		int32_t b = net_find_tensor(f.net, "b.out"), big_bwd = net_find_op(f.net, "big.bwd");
 		uint32_t b_in = UINT32_MAX, bwd_at = UINT32_MAX, step = f.route.pos[big_bwd];
@@ -771,16 +782,8 @@ static void settled_time(void)
 	uint32_t n;
 	bool lower = false;
 
-	if (load_none(&f, "tests/data/three-swapins.json") < 0)
+	if (three_swapins(&f, &S, &timeline) < 0)
 		return;
-	pl_init(&S, f.net, &f.route, &f.req);
-	S.prefetch = PL_PREFETCH_JIT;
-	CHECK(pl_build(&S, &err) == 0);
-	timeline = malloc(f.route.n * sizeof(*timeline));
-	memcpy(timeline, S.step_start, f.route.n * sizeof(*timeline));
-	for (int k = 0; k < 3; k++)
-		CHECK(pl_gap_add(&S, net_find_tensor(f.net, k == 0 ? "a.out" : k == 1 ? "b.out" : "c.out"),
-				 f.route.pos[net_find_op(f.net, "big.fwd")]));
 	CHECK(pl_build(&S, &err) == 0);
 	CHECK_NEAR(S.sim.time_ms, 12.2384, 1e-9);
 	peak = S.sim.peak_bytes;
@@ -841,18 +844,11 @@ static void issued_by_use(void)
 	double *timeline;
 	int32_t a, b, c;
 
-	if (load_none(&f, "tests/data/three-swapins.json") < 0)
+	if (three_swapins(&f, &S, &timeline) < 0)
 		return;
 	a = net_find_tensor(f.net, "a.out");
 	b = net_find_tensor(f.net, "b.out");
 	c = net_find_tensor(f.net, "c.out");
-	pl_init(&S, f.net, &f.route, &f.req);
-	S.prefetch = PL_PREFETCH_JIT;
-	CHECK(pl_build(&S, &err) == 0);
-	timeline = malloc(f.route.n * sizeof(*timeline));
-	memcpy(timeline, S.step_start, f.route.n * sizeof(*timeline));
-	for (int k = 0; k < 3; k++)
-		CHECK(pl_gap_add(&S, k == 0 ? a : k == 1 ? b : c, f.route.pos[net_find_op(f.net, "big.fwd")]));
 	for (int queue = 0; queue < 2; queue++) {
 		struct mp_plan p;
 		uint64_t peak;

@@ -603,6 +603,42 @@ static void test_versions(void)
 	net_free(net);
 }
 
+/* sched_copy: the actions in the order given (or as they are) and the
+ * micro-batch lists, in arrays of the copy's own. */
+static void test_sched_copy(void)
+{
+	static const uint32_t ord[] = { 2, 0, 1 };
+	struct mp_schedule s, c;
+
+	sched_init(&s);
+	sched_push(&s, MP_ACT_ALLOC, -1, 4, 100);
+	sched_push(&s, MP_ACT_COMPUTE, 7, -1, 0);
+	sched_push(&s, MP_ACT_FREE, -1, 4, 0);
+	s.micro = malloc(2 * sizeof(*s.micro));
+	s.micro[0] = (struct mp_micro){ 16, 1 };
+	s.micro[1] = (struct mp_micro){ 8, -1 };
+	s.n_micro = s.cap_micro = 2;
+	s.a[1].micro = 2;
+	s.a[1].micro_at = 0;
+	sched_copy(&c, &s, ord);
+	CHECK(c.n == 3 && c.cap == 3 && c.n_micro == 2 && c.a != s.a && c.micro != s.micro);
+	CHECK(c.a[0].kind == MP_ACT_FREE && c.a[1].kind == MP_ACT_ALLOC && c.a[1].bytes == 100);
+	CHECK(c.a[2].kind == MP_ACT_COMPUTE && c.a[2].op == 7 && c.a[2].micro == 2);
+	CHECK(c.micro[0].batch == 16 && c.micro[0].algo == 1 && c.micro[1].batch == 8);
+	c.a[1].bytes = 5;
+	c.micro[0].batch = 3;
+	CHECK(s.a[0].bytes == 100 && s.micro[0].batch == 16);
+	sched_release(&c);
+	sched_copy(&c, &s, NULL);
+	CHECK(c.n == 3 && c.a[0].kind == MP_ACT_ALLOC && c.a[2].kind == MP_ACT_FREE && c.micro[1].batch == 8);
+	sched_release(&c);
+	sched_release(&s);
+	/* (an empty schedule: no action, no list, arrays all the same) */
+	sched_copy(&c, &s, NULL);
+	CHECK(c.n == 0 && c.n_micro == 0 && c.a != NULL && c.micro != NULL);
+	sched_release(&c);
+}
+
 int main(void)
 {
 	struct mp_net *net = load(line_json);
@@ -619,5 +655,6 @@ int main(void)
 	}
 	test_workspace();
 	test_versions();
+	test_sched_copy();
 	return unit_report("test_sim");
 }
