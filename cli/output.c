@@ -73,6 +73,17 @@ static int is_list(const char *key)
 	return !strcmp(key, "layers") || !strcmp(key, "tensors") || !strcmp(key, "ops");
 }
 
+/* Free what json_dumps returned with jansson's allocator: inside
+ * mp_json_arena_begin the string is the arena's, which free() must not
+ * see. */
+static void dumps_free(char *s)
+{
+	json_free_t jfree;
+
+	json_get_alloc_funcs(NULL, &jfree);
+	jfree(s);
+}
+
 int out_net_json(FILE *f, const json_t *root, int real_digits)
 {
 	static const char *const lists[] = { "layers", "tensors", "ops" };
@@ -88,7 +99,7 @@ int out_net_json(FILE *f, const json_t *root, int real_digits)
 		if (!(s = json_dumps(v, flags)))
 			return -1;
 		fprintf(f, "%s\"%s\": %s", sep, key, s);
-		free(s);
+		dumps_free(s);
 		sep = ",\n ";
 	}
 	for (unsigned k = 0; k < 3; k++) {
@@ -103,7 +114,7 @@ int out_net_json(FILE *f, const json_t *root, int real_digits)
 			if (!s)
 				return -1;
 			fprintf(f, "  %s%s\n", s, i + 1 < json_array_size(list) ? "," : "");
-			free(s);
+			dumps_free(s);
 		}
 		fputs(" ]", f);
 		sep = ",\n ";
