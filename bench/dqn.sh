@@ -44,6 +44,11 @@ for f in $NETS; do
 	for pct in $PCTS; do
 		b=$((live / 100 * pct))
 		printf "| %s | %s%% |" "$name" "$pct"
+		run "$f" "$b" auto
+		if grep -q "below the layer-wise minimum" "$OUT/dqn.err"; then
+			printf " below the layer-wise minimum: no schedule at layer granularity fits | | | | | | |\n"
+			continue
+		fi
 		lo= hi= nf=0
 		for s in 1 2 3; do
 			run "$f" "$b" dqn --seed $s
