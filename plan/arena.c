@@ -648,7 +648,8 @@ struct placed {
  * wins from a few thousand on.  Same rule, same offsets (test_planners
  * compares the two).
  */
-static uint64_t place_scan(struct placed *pl, const struct item *it, uint32_t n_it, uint64_t *off_by_act)
+static uint64_t place_scan(struct placed *pl, const struct item *it, uint32_t n_it, uint64_t *off_by_act,
+			   uint64_t stop)
 {
 	uint64_t arena = 0;
 	uint32_t n = 0;
@@ -693,6 +694,8 @@ static uint64_t place_scan(struct placed *pl, const struct item *it, uint32_t n_
 			off_by_act[it[k].act2] = off;
 		if (off + w > arena)
 			arena = off + w;
+		if (arena >= stop)
+			return arena;
 		/* insert, sorted by offset */
 		for (a = 0, b = n; a < b;) {
 			uint32_t mid = a + (b - a) / 2;
@@ -740,14 +743,14 @@ static void placer_release(struct placer *P)
 /* Place items in the given order (best fit over the placed ones that meet
  * each in time); offsets by action into off.  Returns the arena size, or,
  * once the arena reaches stop (the order cannot beat one placed before),
- * that much or more with the offsets unfinished (the tree only). */
+ * that much or more with the offsets unfinished. */
 static uint64_t place(struct placer *P, const struct item *it, uint32_t n_it, uint64_t *off_by_act, uint64_t stop)
 {
 	struct segtree *T = &P->T;
 	uint64_t arena = 0;
 
 	if (P->scan)
-		return place_scan(P->pl, it, n_it, off_by_act);
+		return place_scan(P->pl, it, n_it, off_by_act, stop);
 	if (!T->cover)
 		seg_take(T, P->m);
 	else
@@ -832,7 +835,8 @@ static void search(struct placer *P, struct item *it, uint32_t n_it, uint64_t *b
 			try[i] = try[j];
 			try[j] = x;
 		}
-		a = place(P, try, n_it, off, UINT64_MAX);
+		/* (an order over the best arena is not kept: it stops there) */
+		a = place(P, try, n_it, off, *arena + 1);
 		stale = a < *arena ? 0 : stale + 1;
 		if (a <= *arena) {
 			*arena = a;
