@@ -792,7 +792,8 @@ static uint64_t place(struct placer *P, const struct item *it, uint32_t n_it, ui
  * Only schedules the scan places (ARENA_SCAN_MAX), at most ARENA_TRIES
  * placements and ARENA_PAIRS pairs of items in all (about 0.05 s), and it
  * ends after ARENA_STALE tries without a smaller arena.  The generator is
- * seeded: the same schedule always gets the same offsets.
+ * seeded: the same schedule always gets the same offsets.  Returns the
+ * placements it tried.
  */
 #define ARENA_TRIES 1000
 #define ARENA_PAIRS 50000000.0
@@ -808,18 +809,18 @@ static uint64_t xorshift(uint64_t *x)
 	return *x;
 }
 
-static void search(struct placer *P, struct item *it, uint32_t n_it, uint64_t *best_off, uint64_t *arena,
-		   uint64_t goal, size_t n_act)
+static uint32_t search(struct placer *P, struct item *it, uint32_t n_it, uint64_t *best_off, uint64_t *arena,
+		       uint64_t goal, size_t n_act)
 {
 	struct item *try = mp_xmalloc((n_it + 1) * sizeof(*try));
 	uint64_t *off = mp_xmalloc((n_act + 1) * sizeof(*off)), rng = 0x9e3779b97f4a7c15ull;
 	double fit = ARENA_PAIRS / ((double)n_it * n_it / 2 + 1);
-	uint32_t tries = fit < ARENA_TRIES ? (uint32_t)fit : ARENA_TRIES, stale = 0;
+	uint32_t tries = fit < ARENA_TRIES ? (uint32_t)fit : ARENA_TRIES, stale = 0, k;
 
 	if (!P->scan || tries < ARENA_MIN_TRIES)
 		tries = 0; /* too large to search in the time */
 	memcpy(off, best_off, n_act * sizeof(*off)); /* what is not an item keeps its mark */
-	for (uint32_t k = 0; k < tries && *arena > goal && stale < ARENA_STALE && n_it > 1; k++) {
+	for (k = 0; k < tries && *arena > goal && stale < ARENA_STALE && n_it > 1; k++) {
 		uint32_t swaps = 1 + (uint32_t)(xorshift(&rng) % 3);
 		uint64_t a;
 
@@ -846,6 +847,7 @@ static void search(struct placer *P, struct item *it, uint32_t n_it, uint64_t *b
 	}
 	free(try);
 	free(off);
+	return k;
 }
 
 /*
@@ -913,9 +915,9 @@ static void memo_use(const struct item *it, uint32_t n_it, size_t n_act)
  * again, weighing raw, both ways, as with the default algorithms, and each
  * run repeats its first passes), and a search is up to ARENA_TRIES
  * placements.  Recognised by the items as lifetimes() and breadths() gave
- * them, the number of actions and the goal (a placement and the search
- * depend on nothing else), compared field by field, so a hit gives the
- * offsets searching again would.  Every planner on U-Net at 70, 50 and 33%
+ * them, the number of actions, the budget and the peak (a placement and the
+ * search depend on nothing else), compared field by field, so a hit gives
+ * the offsets searching again would.  Every planner on U-Net at 70, 50 and 33%
  * of liveness: 274 of 628, 408 of 819 and 67 of 102 searches answered from
  * those kept; the 42 cells of bench/plan-quality.md's session 27 planned in
  * 71.2 s against 99.4 s, the same plans.  At most ARENA_SEARCHED searches
@@ -932,9 +934,10 @@ static struct searched {
 	int placer;
 	struct item *it;   /* [n_it]; NULL: empty */
 	uint64_t *off;     /* [n_act] */
-} searched[ARENA_SEARCHED];
+} searches[ARENA_SEARCHED];
 static uint32_t searched_next;
 static size_t searched_bytes;  /* what the kept items and offsets hold */
+struct plan_arena_stats plan_arena_stats;
 
 static size_t searched_size(const struct searched *m)
 {
@@ -950,12 +953,10 @@ static void searched_drop(struct searched *m)
 	m->off = NULL;
 }
 
-struct plan_arena_stats plan_arena_stats;
-
 void plan_arena_forget(void)
 {
 	for (uint32_t k = 0; k < ARENA_SEARCHED; k++)
-		searched_drop(&searched[k]);
+		searched_drop(&searches[k]);
 	searched_next = 0;
 }
 
@@ -980,7 +981,7 @@ static struct searched *searched_find(const struct item *it, uint32_t n_it, size
 				      uint64_t enough, uint64_t peak)
 {
 	for (uint32_t k = 0; k < ARENA_SEARCHED; k++) {
-		struct searched *m = &searched[k];
+		struct searched *m = &searches[k];
 		bool same = m->it && m->key == key && m->n_it == n_it && m->n_act == n_act && m->enough == enough &&
 			    m->peak == peak && m->placer == plan_arena_placer;
 
@@ -995,7 +996,7 @@ static struct searched *searched_find(const struct item *it, uint32_t n_it, size
 static void searched_keep(const struct item *it, uint32_t n_it, size_t n_act, uint64_t key, uint64_t enough,
 			  uint64_t peak, uint64_t arena, const uint64_t *off)
 {
-	struct searched *m = &searched[searched_next];
+	struct searched *m = &searches[searched_next];
 	size_t need = n_it * sizeof(*it) + n_act * sizeof(*off);
 
 	if (need > ARENA_SEARCHED_BYTES / 4)
@@ -1004,7 +1005,7 @@ static void searched_keep(const struct item *it, uint32_t n_it, size_t n_act, ui
 	searched_drop(m);
 	/* over the bytes: the oldest go first (from the slot after m on) */
 	for (uint32_t k = searched_next; searched_bytes + need > ARENA_SEARCHED_BYTES; k = (k + 1) % ARENA_SEARCHED)
-		searched_drop(&searched[k]);
+		searched_drop(&searches[k]);
 	searched_bytes += need;
 	*m = (struct searched){ key, enough, peak, arena, n_act, n_it, plan_arena_placer, NULL, NULL };
 	m->it = mp_xmalloc((n_it + 1) * sizeof(*it));
@@ -1043,7 +1044,8 @@ void plan_assign_arena_within(const struct mp_net *net, struct mp_plan *p, uint6
 	p->arena_bytes = UINT64_MAX;
 	p->max_live_bytes = p->sim.peak_bytes;
 	goal = enough > p->max_live_bytes ? enough : p->max_live_bytes;
-	/* (only a search is kept: the orders alone cost four placements) */
+	/* (only a search that tried orders is kept: the four fixed orders
+	 * alone cost four placements) */
 	if (P.scan && enough && p->max_live_bytes <= enough) {
 		key = items_key(it, n_it);
 		if ((was = searched_find(it, n_it, s->n, key, enough, p->max_live_bytes))) {
@@ -1084,8 +1086,7 @@ void plan_assign_arena_within(const struct mp_net *net, struct mp_plan *p, uint6
 	 * however it packs) */
 	if (p->arena_bytes > goal && p->arena_bytes != UINT64_MAX && enough && p->max_live_bytes <= enough) {
 		qsort(it, n_it, sizeof(*it), orders[won]);
-		search(&P, it, n_it, p->offset, &p->arena_bytes, goal, s->n);
-		if (given) {
+		if (search(&P, it, n_it, p->offset, &p->arena_bytes, goal, s->n) && given) {
 			plan_arena_stats.searches++;
 			searched_keep(given, n_it, s->n, key, enough, p->max_live_bytes, p->arena_bytes, p->offset);
 		}

@@ -24,9 +24,10 @@ void plan_smallest_arena(const struct mp_net *net, struct mp_plan *p, uint64_t b
  * offsets). */
 extern int plan_arena_placer;
 /* plan_assign_arena_within keeps the searches it made for a budget (the
- * local search over placement orders, on schedules of up to 2048
- * allocations), recognised by their allocations: searches counts those
- * made, kept_hits those answered from the kept ones.  plan_arena_forget
+ * local search over placement orders, on the schedules the sorted scan
+ * places: by default those of up to 2048 allocations), recognised by their
+ * allocations: searches counts those made, kept_hits those answered from
+ * the kept ones.  plan_arena_forget
  * empties them (for tests, and to free their memory). */
 struct plan_arena_stats {
 	unsigned long searches, kept_hits;

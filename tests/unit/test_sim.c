@@ -633,7 +633,8 @@ static void test_sched_copy(void)
 	CHECK(c.n == 3 && c.a[0].kind == MP_ACT_ALLOC && c.a[2].kind == MP_ACT_FREE && c.micro[1].batch == 8);
 	sched_release(&c);
 	sched_release(&s);
-	/* (an empty schedule: no action, no list, arrays all the same) */
+	/* (an empty schedule: no action, no list, its arrays allocated all the
+	 * same) */
 	sched_copy(&c, &s, NULL);
 	CHECK(c.n == 0 && c.n_micro == 0 && c.a != NULL && c.micro != NULL);
 	sched_release(&c);
