@@ -962,16 +962,13 @@ void plan_arena_forget(void)
 
 static uint64_t items_key(const struct item *it, uint32_t n_it)
 {
-	uint64_t h = UINT64_C(14695981039346656037);
+	uint64_t h = MP_FNV_OFFSET;
 
 	for (uint32_t k = 0; k < n_it; k++) {
 		uint64_t v[4] = { it[k].bytes, (uint64_t)it[k].s << 32 | it[k].e, (uint64_t)it[k].s2 << 32 | it[k].e2,
 				  (uint64_t)it[k].act << 32 | it[k].act2 };
 
-		for (int j = 0; j < 4; j++) {
-			h ^= v[j];
-			h *= UINT64_C(1099511628211);
-		}
+		h = mp_fnv_words(h, v, 4);
 	}
 	return h;
 }
@@ -1032,6 +1029,7 @@ void plan_assign_arena_within(const struct mp_net *net, struct mp_plan *p, uint6
 	struct placer P;
 	struct item *given = NULL;    /* it as lifetimes() gave it, where a search may be kept */
 	struct searched *was;
+	bool searchable;	      /* a budget to meet that this peak can meet */
 
 	breadths(it, n_it, m);
 	placer_init(&P, n_it, m, plan_arena_placer);
@@ -1044,9 +1042,12 @@ void plan_assign_arena_within(const struct mp_net *net, struct mp_plan *p, uint6
 	p->arena_bytes = UINT64_MAX;
 	p->max_live_bytes = p->sim.peak_bytes;
 	goal = enough > p->max_live_bytes ? enough : p->max_live_bytes;
+	/* only for a budget to meet does the search run (a plan whose peak is
+	 * over it cannot fit however it packs) */
+	searchable = enough && p->max_live_bytes <= enough;
 	/* (only a search that tried orders is kept: the four fixed orders
 	 * alone cost four placements) */
-	if (P.scan && enough && p->max_live_bytes <= enough) {
+	if (P.scan && searchable) {
 		key = items_key(it, n_it);
 		if ((was = searched_find(it, n_it, s->n, key, enough, p->max_live_bytes))) {
 			plan_arena_stats.kept_hits++;
@@ -1082,9 +1083,7 @@ void plan_assign_arena_within(const struct mp_net *net, struct mp_plan *p, uint6
 		if (p->arena_bytes <= goal)
 			break; /* the lower bound, or small enough for the caller */
 	}
-	/* only for a budget to meet (a plan whose peak is over it cannot fit
-	 * however it packs) */
-	if (p->arena_bytes > goal && p->arena_bytes != UINT64_MAX && enough && p->max_live_bytes <= enough) {
+	if (searchable && p->arena_bytes > goal && p->arena_bytes != UINT64_MAX) {
 		qsort(it, n_it, sizeof(*it), orders[won]);
 		if (search(&P, it, n_it, p->offset, &p->arena_bytes, goal, s->n) && given) {
 			plan_arena_stats.searches++;

@@ -804,17 +804,14 @@ int pl_fits_as_is(struct pl_state *S, struct mp_plan *p, struct mp_error *err)
  * may differ in thousands of actions. */
 static uint64_t sched_fingerprint(const struct mp_schedule *s)
 {
-	uint64_t h = UINT64_C(14695981039346656037);
+	uint64_t h = MP_FNV_OFFSET;
 
 	for (uint32_t i = 0; i < s->n; i++) {
 		const struct mp_action *a = &s->a[i];
 		uint64_t v[4] = { (uint64_t)a->kind << 32 | (uint32_t)a->op, (uint64_t)(uint32_t)a->tensor << 32 | (uint32_t)a->algo,
 				  (uint64_t)a->micro << 32 | a->micro_at, a->bytes };
 
-		for (int k = 0; k < 4; k++) {
-			h ^= v[k];
-			h *= UINT64_C(1099511628211);
-		}
+		h = mp_fnv_words(h, v, 4);
 	}
 	return h;
 }

@@ -44,9 +44,6 @@
 
 /* ---- hashing and patterns ---- */
 
-#define FNV_OFFSET UINT64_C(0xcbf29ce484222325)
-#define FNV_PRIME UINT64_C(0x100000001b3)
-
 static uint64_t mix64(uint64_t h)
 {
 	h ^= h >> 33;
@@ -77,7 +74,7 @@ static inline uint64_t xs_next(uint64_t *x)
 static inline __attribute__((always_inline)) uint64_t
 pass(uint8_t *dst, const uint8_t *src, uint64_t n, uint64_t seed, int mode)
 {
-	uint64_t l[4] = { FNV_OFFSET, FNV_OFFSET ^ 1, FNV_OFFSET ^ 2, FNV_OFFSET ^ 3 }, x[4], w[4], len = n, h;
+	uint64_t l[4] = { MP_FNV_OFFSET, MP_FNV_OFFSET ^ 1, MP_FNV_OFFSET ^ 2, MP_FNV_OFFSET ^ 3 }, x[4], w[4], len = n, h;
 
 	for (int k = 0; k < 4; k++)
 		x[k] = mix64(seed + (uint64_t)k * UINT64_C(0x9e3779b97f4a7c15)) | 1;
@@ -94,7 +91,7 @@ pass(uint8_t *dst, const uint8_t *src, uint64_t n, uint64_t seed, int mode)
 			dst += 32;
 		}
 		for (int k = 0; k < 4; k++)
-			l[k] = (l[k] ^ w[k]) * FNV_PRIME;
+			l[k] = (l[k] ^ w[k]) * MP_FNV_PRIME;
 	}
 	for (; n >= 8; n -= 8) {
 		if (mode == PASS_FILL) {
@@ -107,7 +104,7 @@ pass(uint8_t *dst, const uint8_t *src, uint64_t n, uint64_t seed, int mode)
 			memcpy(dst, w, 8);
 			dst += 8;
 		}
-		l[0] = (l[0] ^ w[0]) * FNV_PRIME;
+		l[0] = (l[0] ^ w[0]) * MP_FNV_PRIME;
 	}
 	if (n) {
 		uint8_t t[8];
@@ -121,11 +118,11 @@ pass(uint8_t *dst, const uint8_t *src, uint64_t n, uint64_t seed, int mode)
 		if (mode != PASS_HASH)
 			memcpy(dst, t, n);
 		for (uint64_t k = 0; k < n; k++)
-			l[0] = (l[0] ^ t[k]) * FNV_PRIME;
+			l[0] = (l[0] ^ t[k]) * MP_FNV_PRIME;
 	}
 	h = l[0];
 	for (int k = 1; k < 4; k++)
-		h = (h ^ mix64(l[k])) * FNV_PRIME;
+		h = (h ^ mix64(l[k])) * MP_FNV_PRIME;
 	return mix64(h ^ len);
 }
 

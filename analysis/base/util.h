@@ -48,6 +48,17 @@ static inline int mp_mul_u64(uint64_t a, uint64_t b, uint64_t *out)
 	return __builtin_mul_overflow(a, b, out) ? -1 : 0;
 }
 
+/* FNV-1a over 64-bit words: start from MP_FNV_OFFSET and fold in n words.
+ * Fast and well spread; for recognising data again, not for security. */
+#define MP_FNV_OFFSET UINT64_C(0xcbf29ce484222325)
+#define MP_FNV_PRIME UINT64_C(0x100000001b3)
+static inline uint64_t mp_fnv_words(uint64_t h, const uint64_t *w, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		h = (h ^ w[k]) * MP_FNV_PRIME;
+	return h;
+}
+
 /* The largest size memplan accepts for one tensor or budget: 1 PiB. Anything
  * larger is a typo, not a network, and refusing it keeps sums far from 2^64. */
 #define MP_MAX_BYTES (UINT64_C(1) << 50)

@@ -58,6 +58,18 @@ int main(void)
 	CHECK(mp_add_u64(1, 2, &v) == 0 && v == 3);
 	CHECK(mp_mul_u64(1ull << 40, 1ull << 30, &v) < 0);
 
+	/* FNV-1a: no words is the offset basis; the word 0 folds as the byte
+	 * 0 does (the published 64-bit vector for "\0"); three words by hand
+	 * (h = (h ^ w) * prime mod 2^64, in Python) */
+	{
+		const uint64_t w[3] = { 0, 1, UINT64_MAX };
+
+		CHECK_U64(mp_fnv_words(MP_FNV_OFFSET, w, 0), UINT64_C(0xcbf29ce484222325));
+		CHECK_U64(mp_fnv_words(MP_FNV_OFFSET, w, 1), UINT64_C(0xaf63bd4c8601b7df));
+		CHECK_U64(mp_fnv_words(MP_FNV_OFFSET, w, 3), UINT64_C(0x26b652e793f3b1bf));
+		CHECK_U64(mp_fnv_words(mp_fnv_words(MP_FNV_OFFSET, w, 1), w + 1, 2), UINT64_C(0x26b652e793f3b1bf));
+	}
+
 	mp_error_set(&err, "no layer named '%s'", "conv9");
 	mp_error_prefix(&err, "layers[%d].inputs[%d]: ", 3, 0);
 	CHECK_STR(err.msg, "layers[3].inputs[0]: no layer named 'conv9'");
