@@ -1,0 +1,39 @@
+#!/bin/bash
+# Where a plan's iteration ends after its last op: the copies still running
+# when compute is done.  An iteration waits for every copy (memplan-plan(5),
+# TENSILE III-D; sim_run's time is the latest end of the three streams), so a
+# swap-out issued near the end (optimizer state kept on the host, swapped in
+# for its update and out after it) adds its copy time to the iteration.
+# For each cell: the predicted time, when compute ends, the tail between
+# them, the overhead with and without it, and the copy that ends last.
+# Needs jq (Debian's jq).
+#   bash bench/tail-copies.sh
+set -u
+cd "$(dirname "$0")/.."
+M=${MEMPLAN:-./memplan}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+echo "| net | share | planner | time | compute ends | tail | overhead | without the tail | last copy |"
+echo "|---|---|---|---|---|---|---|---|---|"
+for net in resnet50-b32 resnet152-b32 vgg16-b64 unet densenet121-b32 gpt2-small bert-base; do
+	for p in 70 50 33; do
+		for mode in auto greedy; do
+			args="--budget $p%"
+			[ $mode = greedy ] && args="$args --planner greedy --workspace none"
+			if ! $M plan "examples/$net.json" $args -o "$out/plan.json" > /dev/null 2>&1; then
+				echo "| $net | $p% | $mode | - | | | | | |"
+				continue
+			fi
+			jq -r --arg net "$net" --arg p "$p%" --arg mode "$mode" '
+				.prediction as $P
+				| ([.schedule[] | select(.stream == "compute") | .end_ms] | max) as $ce
+				| ([.schedule[] | select(.stream != "compute")] | max_by(.end_ms)) as $c
+				| def pct(x): (((x / $P.baseline_time_ms - 1) * 1000 | round) / 10 | tostring) + "%";
+				  "| \($net) | \($p) | \($mode) | \($P.time_ms * 100 | round / 100) ms | \($ce * 100 | round / 100) ms | "
+				+ "\(($P.time_ms - $ce) * 100 | round / 100) ms | \(pct($P.time_ms)) | \(pct($ce)) | "
+				+ (if $c == null then "none" else "\($c.action) \($c.tensor), ends \($c.end_ms * 100 | round / 100) ms" end) + " |"
+			' "$out/plan.json"
+		done
+	done
+done
