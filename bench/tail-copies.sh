@@ -29,10 +29,12 @@ for net in resnet50-b32 resnet152-b32 vgg16-b64 unet densenet121-b32 gpt2-small 
 				.prediction as $P
 				| ([.schedule[] | select(.stream == "compute") | .end_ms] | max) as $ce
 				| ([.schedule[] | select(.stream != "compute")] | max_by(.end_ms)) as $c
-				| def pct(x): (((x / $P.baseline_time_ms - 1) * 1000 | round) / 10 | tostring) + "%";
-				  "| \($net) | \($p) | \($mode) | \($P.time_ms * 100 | round / 100) ms | \($ce * 100 | round / 100) ms | "
-				+ "\(($P.time_ms - $ce) * 100 | round / 100) ms | \(pct($P.time_ms)) | \(pct($ce)) | "
-				+ (if $c == null then "none" else "\($c.action) \($c.tensor), ends \($c.end_ms * 100 | round / 100) ms" end) + " |"
+				| def one(x): (x * 10 | round / 10 | tostring) | if test("\\.") then . else . + ".0" end;
+				  def two(x): (x * 100 | round / 100 | tostring);
+				  def pct(x): (if x >= $P.baseline_time_ms then "+" else "" end) + one((x / $P.baseline_time_ms - 1) * 100) + "%";
+				  "| \($net) | \($p) | \($mode) | \(two($P.time_ms)) ms | \(two($ce)) ms | "
+				+ "\(two($P.time_ms - $ce)) ms | \(pct($P.time_ms)) | \(pct($ce)) | "
+				+ (if $c == null then "none" else "\($c.action) \($c.tensor), ends \(two($c.end_ms)) ms" end) + " |"
 			' "$out/plan.json"
 		done
 	done

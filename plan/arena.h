@@ -27,8 +27,8 @@ extern int plan_arena_placer;
  * local search over placement orders, on the schedules the sorted scan
  * places: by default those of up to 2048 allocations), recognised by their
  * allocations: searches counts those made, kept_hits those answered from
- * the kept ones.  plan_arena_forget
- * empties them (for tests, and to free their memory). */
+ * the kept ones.  plan_arena_forget empties them (for tests, and to free
+ * their memory). */
 struct plan_arena_stats {
 	unsigned long searches, kept_hits;
 };
