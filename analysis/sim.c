@@ -667,6 +667,7 @@ int sim_run(const struct mp_net *net, const struct mp_device *dev,
 		goto out;
 	out->n_steps = S.step;
 	out->time_ms = fmax(S.tc, fmax(S.th, S.td));
+	out->tail_ms = out->time_ms - S.tc;
 	sim_peak_tensors(&S, sim_curve(&S));
 	rc = 0;
 out:

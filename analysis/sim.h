@@ -32,6 +32,8 @@ struct mp_sim {
 	double compute_ms;        /* sum of compute actions (not recompute) */
 	double recompute_ms;
 	double stall_ms;          /* compute waiting for swap-ins */
+	double tail_ms;           /* copies still running after compute's end:
+				   * time_ms less the compute stream's end */
 	uint64_t h2d_bytes, d2h_bytes;
 	uint32_t n_swap_in, n_swap_out, n_recompute;
 	uint32_t n_steps;

@@ -1,16 +1,19 @@
 #!/bin/bash
-# Where a plan's iteration ends after its last op: the copies still running
-# when compute is done.  An iteration waits for every copy (memplan-plan(5),
-# TENSILE III-D; sim_run's time is the latest end of the three streams), so a
-# swap-out issued near the end (optimizer state kept on the host, swapped in
-# for its update and out after it) adds its copy time to the iteration.
-# For each cell: the predicted time, when compute ends, the tail between
-# them, the overhead with and without it, and the copy that ends last.
-# Needs jq (Debian's jq).
+# Where a plan's iteration ends after compute does: the copies still running
+# when the compute stream has issued its last action (an op, or a wait: a
+# wait at the end is compute waiting, counted as a stall).  An iteration
+# waits for every copy (memplan-plan(5), TENSILE III-D; sim_run's time is the
+# latest end of the three streams), so a swap-out issued near the end
+# (optimizer state kept on the host, swapped in for its update, out after
+# it) adds what runs past compute to the iteration: `memplan plan` reports it
+# as "copies after the last op" (tail_ms).  For each cell: the predicted
+# time, when compute ends, the tail between them, the overhead with and
+# without it, and the copy that ends last.  Needs jq (Debian's jq).
 #   bash bench/tail-copies.sh
 set -u
 cd "$(dirname "$0")/.."
 M=${MEMPLAN:-./memplan}
+[ -x "$M" ] || { echo "no $M: make memplan first" >&2; exit 1; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
@@ -29,9 +32,12 @@ for net in resnet50-b32 resnet152-b32 vgg16-b64 unet densenet121-b32 gpt2-small 
 				.prediction as $P
 				| ([.schedule[] | select(.stream == "compute") | .end_ms] | max) as $ce
 				| ([.schedule[] | select(.stream != "compute")] | max_by(.end_ms)) as $c
-				| def one(x): (x * 10 | round / 10 | tostring) | if test("\\.") then . else . + ".0" end;
-				  def two(x): (x * 100 | round / 100 | tostring);
-				  def pct(x): (if x >= $P.baseline_time_ms then "+" else "" end) + one((x / $P.baseline_time_ms - 1) * 100) + "%";
+				| def fixed(x; d): (x * d | round) as $n | ($n | fabs) as $a
+				      | (if $n < 0 then "-" else "" end) + (($a / d | floor) | tostring) + "."
+				      + (($a % d) + d | tostring | .[1:]);
+				  def two(x): fixed(x; 100);
+				  def pct(x): ((x / $P.baseline_time_ms - 1) * 1000 | round) as $t
+				      | (if $t > 0 then "+" else "" end) + fixed($t / 1000 * 100; 10) + "%";
 				  "| \($net) | \($p) | \($mode) | \(two($P.time_ms)) ms | \(two($ce)) ms | "
 				+ "\(two($P.time_ms - $ce)) ms | \(pct($P.time_ms)) | \(pct($ce)) | "
 				+ (if $c == null then "none" else "\($c.action) \($c.tensor), ends \(two($c.end_ms)) ms" end) + " |"

@@ -80,6 +80,7 @@ static json_t *plan_json_summary(const struct mp_net *net, const struct mp_plan_
 	json_object_set_new(o, "baseline_time_ms", json_real(p->baseline_ms));
 	json_object_set_new(o, "overhead", json_real(p->overhead));
 	json_object_set_new(o, "stall_ms", json_real(p->sim.stall_ms));
+	json_object_set_new(o, "tail_ms", json_real(p->sim.tail_ms));
 	json_object_set_new(o, "swap_out_bytes", json_integer((json_int_t)p->sim.d2h_bytes));
 	json_object_set_new(o, "swap_in_bytes", json_integer((json_int_t)p->sim.h2d_bytes));
 	if (p->planner == MP_PLANNER_SUPERNEURONS)
@@ -120,6 +121,10 @@ static void print_plan(const struct mp_net *net, const struct mp_plan_req *req, 
 	       mp_fmt_bytes(p->sim.h2d_bytes, b2, sizeof(b2)), p->sim.stall_ms);
 	if (p->planner == MP_PLANNER_SUPERNEURONS)
 		printf(" (without the tensor cache: %s)", mp_fmt_bytes(p->uncached_swap_bytes, b3, sizeof(b3)));
+	/* (an iteration ends with its last copy: what runs on after the last
+	 * op is overhead as a stall is) */
+	if (p->sim.tail_ms >= 0.0005)
+		printf(", copies after the last op %.3f ms", p->sim.tail_ms);
 	printf("\nrecomputed       %u forward ops (%.3f ms)\n", p->sim.n_recompute, p->sim.recompute_ms);
 	for (uint32_t i = 0; i < p->sched.n; i++) {
 		const struct mp_action *a = &p->sched.a[i];

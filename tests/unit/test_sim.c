@@ -603,6 +603,55 @@ static void test_versions(void)
 	net_free(net);
 }
 
+/*
+ * An iteration ends when its last copy does (memplan-plan(5)): a tensor that
+ * lives on the host between iterations (x, read by both ops, written by
+ * none: persistent) comes in first and leaves after the last op.  Toy link:
+ *   swap_in x 0.0-0.5 (0.1 + 4000 / 10^4); wait x stalls compute 0.5 ms;
+ *   f 0.5-1.5, g 1.5-2.0; swap_out x issued at 2.0: 2.0-2.5.
+ * Time 2.5 = compute 1.5 + stall 0.5 + the 0.5 ms tail after g; without the
+ * swap-out (x kept on the device), no tail.
+ */
+static void test_tail(void)
+{
+	static const char json[] =
+		"{\"format\": \"memplan-net/1\", \"name\": \"simtail\","
+		" \"tensors\": [{\"name\": \"x\", \"kind\": \"input\", \"bytes\": 4000},"
+		"  {\"name\": \"y\", \"bytes\": 100}, {\"name\": \"z\", \"bytes\": 10}],"
+		" \"ops\": [{\"name\": \"f\", \"inputs\": [\"x\"], \"outputs\": [\"y\"], \"time\": 1.0},"
+		"  {\"name\": \"g\", \"inputs\": [\"x\", \"y\"], \"outputs\": [\"z\"], \"time\": 0.5}]}";
+	static const char *const host[] = {
+		"swap_in x", "wait x", "alloc y", "compute f", "alloc z", "compute g",
+		"free y", "swap_out x", "free z", NULL };
+	static const char *const kept[] = {
+		"alloc x", "alloc y", "compute f", "alloc z", "compute g", "free y", "free z", NULL };
+	struct mp_net *net = load(json);
+	struct mp_schedule s;
+	struct mp_sim sim;
+	struct mp_error err;
+
+	if (!net) {
+		CHECK(net != NULL);
+		return;
+	}
+	CHECK(simulate(net, host, &s, &sim, &err) == 0);
+	if (err.msg[0])
+		fprintf(stderr, "tail: %s\n", err.msg);
+	CHECK_NEAR(s.a[7].start_ms, 2.0, 1e-9);
+	CHECK_NEAR(s.a[7].end_ms, 2.5, 1e-9);
+	CHECK_NEAR(sim.stall_ms, 0.5, 1e-9);
+	CHECK_NEAR(sim.time_ms, 2.5, 1e-9);
+	CHECK_NEAR(sim.tail_ms, 0.5, 1e-9);
+	sim_release(&sim);
+	sched_release(&s);
+	CHECK(simulate(net, kept, &s, &sim, &err) == 0);
+	CHECK_NEAR(sim.time_ms, 1.5, 1e-9);
+	CHECK_NEAR(sim.tail_ms, 0.0, 1e-12);
+	sim_release(&sim);
+	sched_release(&s);
+	net_free(net);
+}
+
 /* sched_copy: the actions in the order given (or as they are) and the
  * micro-batch lists, in arrays of the copy's own. */
 static void test_sched_copy(void)
@@ -656,6 +705,7 @@ int main(void)
 	}
 	test_workspace();
 	test_versions();
+	test_tail();
 	test_sched_copy();
 	return unit_report("test_sim");
 }
