@@ -6,7 +6,7 @@
 # latest end of the three streams), so a swap-out issued near the end
 # (optimizer state kept on the host, swapped in for its update, out after
 # it) adds what runs past compute to the iteration: `memplan plan` reports it
-# as "copies after the last op" (tail_ms).  For each cell: the predicted
+# as "copies after compute ends" (tail_ms).  For each cell: the predicted
 # time, when compute ends, the tail between them, the overhead with and
 # without it, and the copy that ends last.  Needs jq (Debian's jq).
 #   bash bench/tail-copies.sh

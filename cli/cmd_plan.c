@@ -121,10 +121,10 @@ static void print_plan(const struct mp_net *net, const struct mp_plan_req *req, 
 	       mp_fmt_bytes(p->sim.h2d_bytes, b2, sizeof(b2)), p->sim.stall_ms);
 	if (p->planner == MP_PLANNER_SUPERNEURONS)
 		printf(" (without the tensor cache: %s)", mp_fmt_bytes(p->uncached_swap_bytes, b3, sizeof(b3)));
-	/* (an iteration ends with its last copy: what runs on after the last
-	 * op is overhead as a stall is) */
+	/* (an iteration ends with its last copy: what runs on after compute's
+	 * last action is overhead as a stall is) */
 	if (p->sim.tail_ms >= 0.0005)
-		printf(", copies after the last op %.3f ms", p->sim.tail_ms);
+		printf(", copies after compute ends %.3f ms", p->sim.tail_ms);
 	printf("\nrecomputed       %u forward ops (%.3f ms)\n", p->sim.n_recompute, p->sim.recompute_ms);
 	for (uint32_t i = 0; i < p->sched.n; i++) {
 		const struct mp_action *a = &p->sched.a[i];

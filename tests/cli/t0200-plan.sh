@@ -12,14 +12,15 @@ expect_run "swap-chain all" 0 --stdout plan-swap-chain-all.out -- \
 	memplan plan examples/swap-chain.json --budget 10752 --planner all
 expect_run "stall reported" 0 --stdout-grep "compute stalled 0.410 ms" -- \
 	memplan plan examples/swap-chain-stall.json --budget 10752 --planner tf-swap
-# an iteration ends with its last copy: greedy keeps fc's Adam moments on
-# the host, and after fc.update (ends 5.262 ms) they go back one after the
-# other, 0.1 + 800 / 10^4 = 0.18 ms each: 0.360 ms after the last op
-expect_run "copies after the last op" 0 --stdout-grep "^swapped .*compute stalled 1.512 ms, copies after the last op 0.360 ms$" -- \
+# an iteration ends with its last copy: greedy keeps fc.param0's Adam
+# moments on the host, and after fc.update (ends 5.262 ms, compute's last
+# action) they go back one after the other, 0.1 + 800 / 10^4 = 0.18 ms each:
+# 0.360 ms after compute ends
+expect_run "copies after compute ends" 0 --stdout-grep "^swapped .*compute stalled 1.512 ms, copies after compute ends 0.360 ms$" -- \
 	memplan plan examples/workspace.json --budget 90% --planner greedy
-expect_run "copies after the last op, json" 0 --stdout-grep '"tail_ms": 0.3(6|59999)' -- \
+expect_run "copies after compute ends, json" 0 --stdout-grep '"tail_ms": 0.3(6|59999)' -- \
 	memplan plan examples/workspace.json --budget 90% --planner greedy --format json
-expect_run "no copy after the last op, no word of it" 0 --stdout-grep "compute stalled 0.410 ms$" -- \
+expect_run "no copy after compute ends, no word of it" 0 --stdout-grep "compute stalled 0.410 ms$" -- \
 	memplan plan examples/swap-chain-stall.json --budget 10752 --planner tf-swap
 # a swap-out that cannot end in time is waited for: the plan file says so,
 # and the host runs it with its data intact
