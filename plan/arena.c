@@ -921,8 +921,9 @@ static void memo_use(const struct item *it, uint32_t n_it, size_t n_act)
  * of liveness: 274 of 628, 408 of 819 and 67 of 102 searches answered from
  * those kept; the 42 cells of bench/plan-quality.md's session 27 planned in
  * 71.2 s against 99.4 s, the same plans.  At most ARENA_SEARCHED searches
- * and ARENA_SEARCHED_BYTES of items and offsets are kept, the oldest
- * dropped first (U-Net: some 8 MiB).
+ * and ARENA_SEARCHED_BYTES of items and offsets are kept (or the fewer that
+ * plan_arena_keep_at_most asks for), the oldest dropped first (U-Net: some
+ * 8 MiB); a search of over a quarter of the bytes is not kept.
  */
 #define ARENA_SEARCHED 1024
 #define ARENA_SEARCHED_BYTES (64u << 20)
@@ -937,6 +938,9 @@ static struct searched {
 } searches[ARENA_SEARCHED];
 static uint32_t searched_next;
 static size_t searched_bytes;  /* what the kept items and offsets hold */
+static uint32_t searched_max = ARENA_SEARCHED;
+static size_t searched_max_bytes = ARENA_SEARCHED_BYTES;
+static uint64_t searched_key_mask = UINT64_MAX;
 struct plan_arena_stats plan_arena_stats;
 
 static size_t searched_size(const struct searched *m)
@@ -947,6 +951,7 @@ static size_t searched_size(const struct searched *m)
 static void searched_drop(struct searched *m)
 {
 	searched_bytes -= searched_size(m);
+	plan_arena_stats.kept_bytes = searched_bytes;
 	free(m->it);
 	free(m->off);
 	m->it = NULL;
@@ -960,6 +965,14 @@ void plan_arena_forget(void)
 	searched_next = 0;
 }
 
+void plan_arena_keep_at_most(uint32_t n, size_t bytes, uint64_t key_mask)
+{
+	plan_arena_forget();
+	searched_max = n && n < ARENA_SEARCHED ? n : ARENA_SEARCHED;
+	searched_max_bytes = bytes && bytes < ARENA_SEARCHED_BYTES ? bytes : ARENA_SEARCHED_BYTES;
+	searched_key_mask = key_mask;
+}
+
 static uint64_t items_key(const struct item *it, uint32_t n_it)
 {
 	uint64_t h = MP_FNV_OFFSET;
@@ -970,14 +983,14 @@ static uint64_t items_key(const struct item *it, uint32_t n_it)
 
 		h = mp_fnv_words(h, v, 4);
 	}
-	return h;
+	return h & searched_key_mask;
 }
 
 /* The kept search of these items for this goal, or NULL. */
 static struct searched *searched_find(const struct item *it, uint32_t n_it, size_t n_act, uint64_t key,
 				      uint64_t enough, uint64_t peak)
 {
-	for (uint32_t k = 0; k < ARENA_SEARCHED; k++) {
+	for (uint32_t k = 0; k < searched_max; k++) {
 		struct searched *m = &searches[k];
 		bool same = m->it && m->key == key && m->n_it == n_it && m->n_act == n_act && m->enough == enough &&
 			    m->peak == peak && m->placer == plan_arena_placer;
@@ -996,14 +1009,15 @@ static void searched_keep(const struct item *it, uint32_t n_it, size_t n_act, ui
 	struct searched *m = &searches[searched_next];
 	size_t need = n_it * sizeof(*it) + n_act * sizeof(*off);
 
-	if (need > ARENA_SEARCHED_BYTES / 4)
+	if (need > searched_max_bytes / 4)
 		return;
-	searched_next = (searched_next + 1) % ARENA_SEARCHED;
+	searched_next = (searched_next + 1) % searched_max;
 	searched_drop(m);
 	/* over the bytes: the oldest go first (from the slot after m on) */
-	for (uint32_t k = searched_next; searched_bytes + need > ARENA_SEARCHED_BYTES; k = (k + 1) % ARENA_SEARCHED)
+	for (uint32_t k = searched_next; searched_bytes + need > searched_max_bytes; k = (k + 1) % searched_max)
 		searched_drop(&searches[k]);
 	searched_bytes += need;
+	plan_arena_stats.kept_bytes = searched_bytes;
 	*m = (struct searched){ key, enough, peak, arena, n_act, n_it, plan_arena_placer, NULL, NULL };
 	m->it = mp_xmalloc((n_it + 1) * sizeof(*it));
 	memcpy(m->it, it, n_it * sizeof(*it));

@@ -27,13 +27,21 @@ extern int plan_arena_placer;
  * local search over placement orders, on the schedules the sorted scan
  * places: by default those of up to 2048 allocations), recognised by their
  * allocations: searches counts those made, kept_hits those answered from
- * the kept ones.  plan_arena_forget empties them (for tests, and to free
- * their memory). */
+ * the kept ones, kept_bytes is what the kept ones hold after the last one
+ * kept.  plan_arena_forget empties them (for tests, and to free their
+ * memory). */
 struct plan_arena_stats {
 	unsigned long searches, kept_hits;
+	size_t kept_bytes;
 };
 extern struct plan_arena_stats plan_arena_stats;
 void plan_arena_forget(void);
+/* For tests: empties the kept searches, then keeps at most n of them in at
+ * most bytes (0, or more than the defaults of 1024 and 64 MiB: the
+ * defaults), and keeps only key_mask's bits of the hash that finds them
+ * (UINT64_MAX: all; 0: every schedule's hash is the same, so only the
+ * comparison of their allocations tells them apart). */
+void plan_arena_keep_at_most(uint32_t n, size_t bytes, uint64_t key_mask);
 /* Offsets are multiples of this; arena_bytes is the highest end, unrounded. */
 #define PLAN_ARENA_ALIGN 256u
 /* Check p->offset against p->sched's simulated lifetimes: every allocation

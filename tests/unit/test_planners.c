@@ -84,6 +84,49 @@ static void known(const char *path, double time_ms, double stall_ms)
 	unload(&f);
 }
 
+/* U-Net's liveness schedule in p, simulated; -1 (a failed check) if it
+ * does not load. */
+static int unet_liveness(struct fixture *f, struct mp_plan *p)
+{
+	struct mp_error err;
+
+	if (load(f, "examples/unet.json") < 0) {
+		CHECK(0);
+		return -1;
+	}
+	plan_init(p);
+	policy_build(f->net, &f->route, MP_STRAT_LIVENESS, &f->req.popts, &p->sched, NULL);
+	CHECK(sim_run(f->net, &f->req.device, &p->sched, &p->sim, &err) == 0);
+	return 0;
+}
+
+/* The first allocation of over 64 MiB in s (to grow by a byte: another
+ * schedule), or UINT32_MAX. */
+static uint32_t big_alloc(const struct mp_schedule *s)
+{
+	for (uint32_t i = 0; i < s->n; i++)
+		if (s->a[i].kind == MP_ACT_ALLOC && s->a[i].bytes > (64u << 20))
+			return i;
+	return UINT32_MAX;
+}
+
+/* One placement of p for the budget peak + extra: whether it searched
+ * (1), was answered from a kept search (0), or neither (-1); its offsets
+ * are checked. */
+static int placed(const struct mp_net *net, struct mp_plan *p, uint64_t extra)
+{
+	struct plan_arena_stats was = plan_arena_stats;
+	struct mp_error err;
+
+	plan_assign_arena_within(net, p, p->sim.peak_bytes + extra);
+	CHECK(plan_check_arena(net, p, &err) == 0);
+	if (plan_arena_stats.searches == was.searches + 1 && plan_arena_stats.kept_hits == was.kept_hits)
+		return 1;
+	if (plan_arena_stats.searches == was.searches && plan_arena_stats.kept_hits == was.kept_hits + 1)
+		return 0;
+	return -1;
+}
+
 /* plan_assign_arena_within keeps its searches: U-Net's liveness schedule
  * placed for a budget of its peak (the four orders miss it, so the search
  * runs), placed again, gets the offsets of the first placement to the byte
@@ -93,23 +136,14 @@ static void known(const char *path, double time_ms, double stall_ms)
 static void searched_kept(void)
 {
 	struct fixture f;
-	struct mp_error err;
 	struct mp_plan p;
-	struct plan_arena_stats was;
 	uint64_t *first, bytes;
+	uint32_t grown;
 
-	if (load(&f, "examples/unet.json") < 0) {
-		CHECK(0);
+	if (unet_liveness(&f, &p) < 0)
 		return;
-	}
-	plan_init(&p);
-	policy_build(f.net, &f.route, MP_STRAT_LIVENESS, &f.req.popts, &p.sched, NULL);
-	CHECK(sim_run(f.net, &f.req.device, &p.sched, &p.sim, &err) == 0);
 	plan_arena_forget();
-	was = plan_arena_stats;
-	plan_assign_arena_within(f.net, &p, p.sim.peak_bytes);
-	CHECK(plan_arena_stats.searches == was.searches + 1 && plan_arena_stats.kept_hits == was.kept_hits);
-	CHECK(plan_check_arena(f.net, &p, &err) == 0);
+	CHECK(placed(f.net, &p, 0) == 1);
 	/* (the search stopped short of the peak: what is kept is its best, not
 	 * the lower bound) */
 	CHECK(p.arena_bytes > p.sim.peak_bytes);
@@ -119,26 +153,89 @@ static void searched_kept(void)
 	for (int forget = 0; forget < 2; forget++) {
 		if (forget)
 			plan_arena_forget();
-		was = plan_arena_stats;
-		plan_assign_arena_within(f.net, &p, p.sim.peak_bytes);
-		CHECK(plan_arena_stats.searches == was.searches + (unsigned long)forget);
-		CHECK(plan_arena_stats.kept_hits == was.kept_hits + (unsigned long)!forget);
+		CHECK(placed(f.net, &p, 0) == forget);
 		CHECK_U64(p.arena_bytes, bytes);
 		CHECK(memcmp(p.offset, first, p.sched.n * sizeof(*first)) == 0);
 	}
-	was = plan_arena_stats;
-	plan_assign_arena_within(f.net, &p, p.sim.peak_bytes + (1u << 20));
-	CHECK(plan_arena_stats.kept_hits == was.kept_hits);
-	CHECK(plan_arena_stats.searches == was.searches + 1);
-	for (uint32_t i = 0; i < p.sched.n; i++)
-		if (p.sched.a[i].kind == MP_ACT_ALLOC && p.sched.a[i].bytes > (64u << 20)) {
-			p.sched.a[i].bytes++;
-			break;
-		}
-	was = plan_arena_stats;
-	plan_assign_arena_within(f.net, &p, p.sim.peak_bytes);
-	CHECK(plan_arena_stats.kept_hits == was.kept_hits);
-	CHECK(plan_arena_stats.searches == was.searches + 1);
+	CHECK(placed(f.net, &p, 1u << 20) == 1);
+	grown = big_alloc(&p.sched);
+	CHECK(grown != UINT32_MAX);
+	if (grown != UINT32_MAX)
+		p.sched.a[grown].bytes++;
+	CHECK(placed(f.net, &p, 0) == 1);
+	free(first);
+	plan_release(&p);
+	unload(&f);
+}
+
+/* The kept searches' limits, on U-Net's liveness schedule placed for
+ * budgets 4 KiB apart (each a search of its own):
+ * - two kept at most: the third search drops the first, and the first
+ *   searched again drops the second, so the third is still kept;
+ * - bytes for four and a half searches: the fifth drops the first, and
+ *   the first searched again drops the second, so the others are still
+ *   kept; bytes a little under four searches (one is over a quarter):
+ *   nothing is kept;
+ * - every hash the same: a schedule one byte apart is searched on its own,
+ *   and each is answered with its own offsets. */
+static void searched_limits(void)
+{
+	struct fixture f;
+	struct mp_plan p;
+	uint64_t *first, arena;
+	size_t need;
+	uint32_t grown;
+
+	if (unet_liveness(&f, &p) < 0)
+		return;
+
+	plan_arena_keep_at_most(2, 0, UINT64_MAX);
+	for (uint64_t k = 0; k < 3; k++)
+		CHECK(placed(f.net, &p, k * 4096) == 1);
+	CHECK(placed(f.net, &p, 0) == 1);
+	CHECK(placed(f.net, &p, 2 * 4096) == 0);
+	CHECK(placed(f.net, &p, 1 * 4096) == 1);
+
+	plan_arena_keep_at_most(0, 0, UINT64_MAX);
+	CHECK(placed(f.net, &p, 0) == 1);
+	need = plan_arena_stats.kept_bytes;
+	CHECK(need > 0);
+	plan_arena_keep_at_most(0, 4 * need + need / 2, UINT64_MAX);
+	for (uint64_t k = 0; k < 5; k++)
+		CHECK(placed(f.net, &p, k * 4096) == 1);
+	CHECK_U64(plan_arena_stats.kept_bytes, 4 * need);
+	CHECK(placed(f.net, &p, 0) == 1);
+	for (uint64_t k = 2; k < 5; k++)
+		CHECK(placed(f.net, &p, k * 4096) == 0);
+	CHECK(placed(f.net, &p, 1 * 4096) == 1);
+	plan_arena_keep_at_most(0, 4 * need - 4, UINT64_MAX);
+	CHECK(placed(f.net, &p, 0) == 1);
+	CHECK(placed(f.net, &p, 0) == 1);
+	CHECK_U64(plan_arena_stats.kept_bytes, 0);
+
+	plan_arena_keep_at_most(0, 0, 0);
+	CHECK(placed(f.net, &p, 0) == 1);
+	arena = p.arena_bytes;
+	first = p.offset;
+	p.offset = NULL;
+	grown = big_alloc(&p.sched);
+	CHECK(grown != UINT32_MAX);
+	if (grown != UINT32_MAX) {
+		uint64_t *second;
+
+		p.sched.a[grown].bytes++;
+		CHECK(placed(f.net, &p, 0) == 1);
+		second = p.offset;
+		p.offset = NULL;
+		CHECK(placed(f.net, &p, 0) == 0);
+		CHECK(memcmp(p.offset, second, p.sched.n * sizeof(*second)) == 0);
+		p.sched.a[grown].bytes--;
+		CHECK(placed(f.net, &p, 0) == 0);
+		CHECK_U64(p.arena_bytes, arena);
+		CHECK(memcmp(p.offset, first, p.sched.n * sizeof(*first)) == 0);
+		free(second);
+	}
+	plan_arena_keep_at_most(0, 0, UINT64_MAX);
 	free(first);
 	plan_release(&p);
 	unload(&f);
@@ -1114,6 +1211,7 @@ int main(void)
 	known("examples/swap-chain-stall.json", 11.5096, 0.4096);
 	known_wait();
 	searched_kept();
+	searched_limits();
 	printf("planners at 90/70/50/30%% of the liveness peak (+ fits, - cannot), arena / max-live:\n");
 	if (glob("examples/*.json", 0, NULL, &g) == 0) {
 		for (size_t i = 0; i < g.gl_pathc; i++)
