@@ -738,8 +738,12 @@ static int write_output(struct replay *R, uint32_t i, uint32_t k, int real)
 	if (real && h >= 0 && R->be->hash(R, i, RP_ENGINE_COMPUTE, off, n, h) < 0)
 		return -1;
 	if (h < 0) {
+		/* an iteration that takes no checksum (check_first: those after
+		 * the first) still wrote it: a swap-in brings it back resident,
+		 * and a weight updated here is carried into the next iteration
+		 * (no iteration after it checks, so no sum is compared) */
 		if (!re)
-			T->expect = outv[k] = ver_none();
+			T->expect = outv[k] = ver_make(0, -1, o);
 	} else if (re) {
 		struct rp_ver want = !first && outv[k].valid ? outv[k] : ver_make(0, h, o);
 
