@@ -166,6 +166,27 @@ $(BUILD)/tests/test_backends: tests/unit/test_backends.cc tests/unit/unit.h test
 		$(FAKE_HOST_OBJ) $(LIB_OBJ) -L$(FAKE_DIR) -lfakecudart \
 		-Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../fakecuda' $(LIBS)
 
+# gpu-dry: memplan with that CUDA backend, against the same fakes and a fake
+# driver (tests/fakecuda/fake_driver.c: one device, for verify --probe) in a
+# directory of its own, so that tests/cli/t0604-gpu-bench-dry.sh runs
+# tools/gpu-bench.sh end to end as a GPU machine would (GPU_DRY names it to
+# the tests; empty where the headers are missing: the test skips)
+GPU_DRY := $(if $(FAKECUDA),$(BUILD)/gpu-dry/memplan)
+$(BUILD)/gpu-dry/lib/libcuda.so.1: tests/fakecuda/fake_driver.c
+	@mkdir -p $(dir $@)
+	$(FAKE_CC) -shared -Wl,-soname,libcuda.so.1 -o $@ $<
+
+# (its own registry, with the CUDA backend also in a sanitizer build, which
+# test_backends runs on these fakes too)
+GPU_DRY_OBJ := $(filter-out $(BUILD)/verify/backends.o,$(CLI_OBJ)) $(BUILD)/gpu-dry/backends.o
+$(BUILD)/gpu-dry/backends.o: verify/backends.c $(LIB_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CFLAGS) $(SANFLAGS) -DMEMPLAN_CUDA=1 -c -o $@ $<
+
+$(BUILD)/gpu-dry/memplan: $(GPU_DRY_OBJ) $(LIB_OBJ) $(FAKE_HOST_OBJ) $(FAKE_LIBS) $(BUILD)/gpu-dry/lib/libcuda.so.1
+	$(CXX) $(CXX_WARN) $(CFLAGS) $(SANFLAGS) $(LDFLAGS) -o $@ $(GPU_DRY_OBJ) $(LIB_OBJ) $(FAKE_HOST_OBJ) \
+		-L$(FAKE_DIR) -lfakecudart -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/lib:$$ORIGIN/../fakecuda' $(LIBS)
+
 $(BUILD)/tests/test_kern: tests/unit/test_kern.cc tests/unit/unit.h tests/fakecuda/fakecuda.h \
 		$(BUILD)/tests/kern_cuda_host.o $(LIB_OBJ) $(FAKE_LIBS)
 	$(CXX) $(CXX_WARN) $(CFLAGS) $(SANFLAGS) -isystem $(CUDA_INC) $(LDFLAGS) -o $@ $< \
@@ -182,11 +203,11 @@ demo: deps
 unit: $(UNIT_BIN)
 	@sh tests/run-unit.sh $(UNIT_BIN)
 
-cli-tests: memplan
-	@sh tests/run-cli.sh
+cli-tests: memplan $(GPU_DRY)
+	@GPU_DRY=$(GPU_DRY) sh tests/run-cli.sh
 
-test: $(UNIT_BIN) memplan
-	@sh tests/run-all.sh $(UNIT_BIN)
+test: $(UNIT_BIN) memplan $(GPU_DRY)
+	@GPU_DRY=$(GPU_DRY) sh tests/run-all.sh $(UNIT_BIN)
 
 check: deps cuda-check
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \

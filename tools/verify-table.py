@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Tabulate memplan verify reports (tools/gpu-bench.sh's output directory):
 predicted against measured peak, iteration time and link bandwidth, the
-achieved bandwidth against memplan verify --probe's.  Prints markdown."""
+achieved bandwidth against memplan verify --probe's; a run that failed gets
+a row saying why.  Prints markdown."""
 import glob
 import json
 import os
@@ -23,11 +24,17 @@ print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for f in sorted(glob.glob(os.path.join(d, "*.verify.json")) + glob.glob(os.path.join(d, "*.timed.json"))):
     r = json.load(open(f))
     name = os.path.basename(f).split(".")
+    mode = "timed" if name[2] == "timed" else "real"
+    if "total" not in r:
+        # a run that failed: its report says where and why, and has no totals
+        why = r.get("violation") or r.get("error") or "no measurement"
+        print("| %s | %s%% | %s |%s no: %s |" % (name[0], name[1], mode, " - |" * 11, why.replace("|", "/")))
+        continue
     t = r["total"]
     cu = r.get("cuda", {})
     h2d, d2h = t["h2d_gbps"]["measured"], t["d2h_gbps"]["measured"]
     print("| %s | %s%% | %s | %d | %d | %+.2f%% | %.3f | %.3f | %+.2f%% | %.2f | %.2f | %s | %s | %s/%s | %s |" % (
-        name[0], name[1], "timed" if name[2] == "timed" else "real",
+        name[0], name[1], mode,
         t["peak_bytes"]["predicted"], t["peak_bytes"]["measured"], 100 * r["peak"]["deviation"],
         t["time_ms"]["predicted"], t["time_ms"]["measured"], 100 * r["time"]["deviation"],
         h2d, d2h,

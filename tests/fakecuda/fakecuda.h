@@ -14,6 +14,9 @@
  *   libcudnn.so.9     (fake_cudnn.c)  every cuDNN function kern_cuda.cu loads
  *   libcublas.so.13   (fake_cublas.c) cublasCreate_v2 ... and cublasGemmEx
  *
+ * and, for the gpu-dry memplan only (tests/cli/t0604), in its own directory,
+ *   libcuda.so.1      (fake_driver.c) the driver calls of verify --probe
+ *
  * named so that kern_lib_open's dlopen finds them first (the test is linked
  * with an RPATH to that directory, searched before LD_LIBRARY_PATH and the
  * system's cache).  The fakes compile against the real headers, so each
