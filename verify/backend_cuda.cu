@@ -1312,27 +1312,35 @@ int exec_cuda_link(struct mp_cuda_link *out, struct mp_error *err)
 	TRY(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "cudaStreamCreate");
 	TRY(cudaEventCreate(&a), "cudaEventCreate");
 	TRY(cudaEventCreate(&b), "cudaEventCreate");
-	for (int dir = 0; dir < 2; dir++) {
-		double ms[5];
+	/* each way: the large copy for the bandwidth, a LINK_SMALL one for the
+	 * latency per copy (the two ways' medians averaged) */
+	out->latency_us = 0;
+	for (int dir = 0; dir < 2; dir++)
+		for (int small = 0; small < 2; small++) {
+			const uint64_t n = small ? LINK_SMALL : out->copy_bytes;
+			double ms[5];
 
-		for (int k = -1; k < 5; k++) { /* k -1: warm-up */
-			float got = 0;
+			for (int k = -1; k < 5; k++) { /* k -1: warm-up */
+				float got = 0;
 
-			TRY(cudaEventRecord(a, st), "cudaEventRecord");
-			if (dir == 0)
-				TRY(cudaMemcpyAsync(dev, host, out->copy_bytes, cudaMemcpyHostToDevice, st), "cudaMemcpyAsync");
+				TRY(cudaEventRecord(a, st), "cudaEventRecord");
+				if (dir == 0)
+					TRY(cudaMemcpyAsync(dev, host, n, cudaMemcpyHostToDevice, st), "cudaMemcpyAsync");
+				else
+					TRY(cudaMemcpyAsync(host, dev, n, cudaMemcpyDeviceToHost, st), "cudaMemcpyAsync");
+				TRY(cudaEventRecord(b, st), "cudaEventRecord");
+				TRY(cudaEventSynchronize(b), "cudaEventSynchronize");
+				TRY(cudaEventElapsedTime(&got, a, b), "cudaEventElapsedTime");
+				if (k >= 0)
+					ms[k] = got;
+			}
+			const double med = mp_median(ms, 5);
+
+			if (small)
+				out->latency_us += med * 1e3 / 2;
 			else
-				TRY(cudaMemcpyAsync(host, dev, out->copy_bytes, cudaMemcpyDeviceToHost, st), "cudaMemcpyAsync");
-			TRY(cudaEventRecord(b, st), "cudaEventRecord");
-			TRY(cudaEventSynchronize(b), "cudaEventSynchronize");
-			TRY(cudaEventElapsedTime(&got, a, b), "cudaEventElapsedTime");
-			if (k >= 0)
-				ms[k] = got;
+				*(dir == 0 ? &out->h2d_gbps : &out->d2h_gbps) = med > 0 ? (double)n / med / 1e6 : 0;
 		}
-		const double med = mp_median(ms, 5);
-
-		*(dir == 0 ? &out->h2d_gbps : &out->d2h_gbps) = med > 0 ? (double)out->copy_bytes / med / 1e6 : 0;
-	}
 #undef TRY
 	rc = 0;
 	goto out;

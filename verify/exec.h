@@ -217,13 +217,15 @@ uint64_t exec_hash(const void *p, uint64_t n);
 int exec_cuda_run(const struct mp_net *net, const struct mp_plan_req *req, const struct mp_plan *p,
 		  const struct mp_exec_opts *o, struct mp_exec_result *out, struct mp_error *err);
 
-/* What exec_cuda_link measures on device 0: pinned copies of copy_bytes each
- * way, the median of 5 after one warm-up copy. */
+/* What exec_cuda_link measures on device 0: pinned copies of copy_bytes and
+ * of LINK_SMALL each way, the median of 5 after one warm-up copy. */
+#define LINK_SMALL 4096
 struct mp_cuda_link {
 	char name[128];
 	uint64_t total_bytes, free_bytes;  /* cudaMemGetInfo before the test buffers */
 	uint64_t copy_bytes;               /* 256 MiB, or less where memory is short */
 	double h2d_gbps, d2h_gbps;         /* bytes / median copy time, 1e9 bytes per second */
+	double latency_us;                 /* a LINK_SMALL copy's median time, the two ways averaged */
 };
 
 /* Measure the link (memplan verify --probe).  0, -1 with *err on a CUDA error,

@@ -630,6 +630,82 @@ static const char *alloc_name(const struct alloc *a)
 	return a->tag == FK_TAG_WORKSPACE ? "the workspace" : "an internal allocation";
 }
 
+/*
+ * FAKECUDA_OUTPUTS=hash (the gpu-dry memplan's runs, tests/cli/t0604): a
+ * library call (cuDNN, cuBLAS) that computes no values fills what it writes
+ * with bytes drawn from a hash of the call's name and of what it only
+ * reads, so that the same call on the same inputs writes the same bytes: a
+ * rebuild then matches its first run, as on a GPU, where without it the
+ * outputs keep whatever bytes were there.  Arguments read and written (an
+ * accumulation, batch norm's running statistics) are written, not hashed.
+ * Copies and the backend's own kernels are left as they are.
+ */
+struct hash_ctx {
+	const unsigned char *base;
+	uint64_t h;
+};
+
+static void hash_run(void *ctx, uint64_t off, uint64_t len)
+{
+	struct hash_ctx *x = (struct hash_ctx *)ctx;
+	uint64_t k = 0;
+
+	for (; k + 8 <= len; k += 8) {
+		uint64_t w;
+
+		memcpy(&w, x->base + off + k, 8);
+		x->h = (x->h ^ w) * 0x100000001b3ull;
+	}
+	for (; k < len; k++)
+		x->h = (x->h ^ x->base[off + k]) * 0x100000001b3ull;
+}
+
+static void fill_run(void *ctx, uint64_t off, uint64_t len)
+{
+	struct hash_ctx *x = (struct hash_ctx *)ctx;
+	unsigned char *b = (unsigned char *)(uintptr_t)x->base + off;
+
+	for (uint64_t k = 0; k < len; k++) {
+		x->h ^= x->h << 13;
+		x->h ^= x->h >> 7;
+		x->h ^= x->h << 17;
+		b[k] = (unsigned char)(x->h >> 24);
+	}
+}
+
+static int outputs_hash = -1; /* -1: as FAKECUDA_OUTPUTS says */
+
+void fk_outputs_hash(bool on)
+{
+	outputs_hash = on;
+}
+
+static void hash_outputs(void)
+{
+	struct hash_ctx x = { NULL, 0xcbf29ce484222325ull };
+
+	if (outputs_hash < 0) {
+		const char *e = getenv("FAKECUDA_OUTPUTS");
+
+		outputs_hash = e && !strcmp(e, "hash");
+	}
+	if (!outputs_hash || fk_values_on() || (strncmp(C.call, "cudnn", 5) && strncmp(C.call, "cublas", 6)))
+		return;
+	for (const char *c = C.call; *c; c++)
+		x.h = (x.h ^ (unsigned char)*c) * 0x100000001b3ull;
+	for (uint32_t i = 0; i < C.n; i++)
+		if (C.a[i].ok && (C.a[i].how & (FK_R | FK_W)) == FK_R) {
+			x.base = (const unsigned char *)C.a[i].p;
+			for_runs(&C.a[i].l, hash_run, &x);
+		}
+	for (uint32_t i = 0; i < C.n; i++)
+		if (C.a[i].ok && (C.a[i].how & FK_W)) {
+			struct hash_ctx y = { (const unsigned char *)C.a[i].p, x.h ^ (0x9e3779b97f4a7c15ull * (i + 1)) };
+
+			for_runs(&C.a[i].l, fill_run, &y);
+		}
+}
+
 int fk_end(void)
 {
 	uint32_t s = seq++;
@@ -732,6 +808,8 @@ int fk_end(void)
 		e.scratch = (a->how & FK_SCRATCH) != 0;
 		log_add(&e);
 	}
+	if (!C.fails)
+		hash_outputs();
 	C.open = false;
 	return C.fails;
 }

@@ -118,6 +118,10 @@ unsigned fk_loaded(void);
  * of fk_sample_stride(m n) (the others are left as they were). */
 void fk_values(bool on);
 bool fk_values_on(void);
+/* Hashed outputs from now on (FAKECUDA_OUTPUTS=hash sets it at the start):
+ * a cuDNN or cuBLAS call computing no values writes bytes drawn from a hash
+ * of its name and of what it only reads (fake_core.c, hash_outputs). */
+void fk_outputs_hash(bool on);
 #define FK_VALUE_SAMPLES 1021
 static inline uint64_t fk_sample_stride(uint64_t n)
 {

@@ -25,6 +25,7 @@ extern "C" {
 #include "../fakecuda/fakecuda.h"
 #include "unit.h"
 
+#include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -480,6 +481,64 @@ static void test_cuda_only(void)
 		CHECK(fk_live((enum fk_obj)k) == 0);
 }
 
+static bool all_bytes(const unsigned char *p, unsigned char v)
+{
+	for (int i = 0; i < 64; i++)
+		if (p[i] != v)
+			return false;
+	return true;
+}
+
+/* One fake call reading x and writing y (64 bytes each). */
+static void fake_call(const char *name, const void *x, void *y)
+{
+	struct fk_layout l = fk_bytes(64);
+
+	fk_call(name);
+	fk_arg("x", x, &l, FK_R, 0);
+	fk_arg("y", y, &l, FK_W, 0);
+	CHECK(fk_end() == 0);
+}
+
+/* Hashed outputs: a library call writes the same bytes for the same inputs
+ * wherever its output is, other bytes for other inputs or another call; a
+ * copy and memplan's own kernels (not cudnn* or cublas*) write nothing of
+ * theirs; off, the outputs keep what they held. */
+static void test_outputs_hash(void)
+{
+	unsigned char *x, *y1, *y2, was[64];
+
+	CHECK(cudaMalloc((void **)&x, 64) == cudaSuccess);
+	CHECK(cudaMalloc((void **)&y1, 64) == cudaSuccess);
+	CHECK(cudaMalloc((void **)&y2, 64) == cudaSuccess);
+	for (int i = 0; i < 64; i++)
+		x[i] = (unsigned char)(i * 7 + 1);
+	fk_define(x, true);
+	memset(y1, 0x11, 64);
+	memset(y2, 0x22, 64);
+	fk_outputs_hash(true);
+	fake_call("cudnnActivationForward", x, y1);
+	fake_call("cudnnActivationForward", x, y2);
+	CHECK(memcmp(y1, y2, 64) == 0);
+	CHECK(!all_bytes(y1, 0x11));
+	memcpy(was, y1, 64);
+	fake_call("cublasGemmEx", x, y2);
+	CHECK(memcmp(y2, was, 64) != 0);
+	x[63] ^= 1;
+	fake_call("cudnnActivationForward", x, y2);
+	CHECK(memcmp(y2, was, 64) != 0);
+	memset(y2, 0x33, 64);
+	fake_call("cudaMemcpy", x, y2);
+	fake_call("memplan_fill", x, y2);
+	CHECK(all_bytes(y2, 0x33));
+	fk_outputs_hash(false);
+	fake_call("cudnnActivationForward", x, y2);
+	CHECK(all_bytes(y2, 0x33));
+	cudaFree(x);
+	cudaFree(y1);
+	cudaFree(y2);
+}
+
 int main(void)
 {
 	uint64_t v0;
@@ -489,6 +548,7 @@ int main(void)
 	v0 = fk_violations();
 	fk_print_limit(40);
 	test_cuda_only();
+	test_outputs_hash();
 	CHECK_U64(fk_violations(), v0);
 	return unit_report("test_backends");
 }
