@@ -53,53 +53,53 @@ static int measure(const struct mp_net *net, const struct mp_prof_opts *o, struc
 	return EXEC_NO_DEVICE;
 }
 
-/* "3 layers kept their modelled times: why ('a', 'b'); why ('c')": the
- * reasons in the order they first appear, a few names each. */
 /*
  * This GPU as the net's device: its name and memory, and the link measured
  * as verify --probe measures it (pinned copies of 256 MiB and of 4 KiB, the
  * median of 5: bandwidth each way, latency per copy), so that plans made
  * from the measured net time their copies at this GPU's speed, not at that
  * of the device the times were estimated for; the compute and memory rates
- * stay the old device's (the default link's where the net named none: the
- * times kept from the model were estimated with them).  -1 with *err where
- * the link cannot be measured.
+ * stay the old device's (the times kept from the model were estimated with
+ * them).  Writes the "link" line into say[n].  Where the link cannot be
+ * measured the device stays as it was and the line says why: the layers'
+ * times are kept.
  */
-static int this_device(json_t *out, const struct mp_net *net, struct mp_cuda_link *ln, struct mp_error *err)
+static void this_device(json_t *out, const struct mp_net *net, char *say, size_t n)
 {
 	const struct backend_i *be = backend_find("cuda");
-	static char source[200];
+	char source[200];
+	struct mp_cuda_link ln;
+	struct mp_error err = { "" };
 	struct mp_device d;
-	int rc;
 
-	if (!be || !be->link) {
-		mp_error_set(err, "this memplan was built without the CUDA backend");
-		return -1;
+	if (!be || !be->link || be->link(&ln, &err) < 0 || !(ln.h2d_gbps > 0) || !(ln.d2h_gbps > 0)) {
+		snprintf(say, n, "link      not measured (%s): the net's device is unchanged\n",
+			 err.msg[0] ? err.msg : "no bandwidth measured");
+		return;
 	}
-	if ((rc = be->link(ln, err)) < 0)
-		return rc;
-	if (!(ln->h2d_gbps > 0) || !(ln->d2h_gbps > 0)) {
-		mp_error_set(err, "the link measured no bandwidth (h2d %g, d2h %g GB/s)", ln->h2d_gbps, ln->d2h_gbps);
-		return -1;
-	}
-	if (net->has_device)
+	if (net->has_device) {
 		d = net->device;
-	else
+		snprintf(source, sizeof(source), "memplan profile: memory and pinned copies measured on this GPU; "
+			 "compute and memory rates of '%s'", d.name);
+	} else {
 		device_default(&d);
-	snprintf(source, sizeof(source), "memplan profile: memory and pinned copies measured on this GPU; "
-		 "compute and memory rates of '%s'", d.name);
-	snprintf(d.name, sizeof(d.name), "%s", ln->name);
-	d.memory_bytes = ln->total_bytes;
-	d.h2d_gbps = ln->h2d_gbps;
-	d.d2h_gbps = ln->d2h_gbps;
-	if (ln->latency_us > 0)
-		d.latency_us = ln->latency_us;
+		snprintf(source, sizeof(source), "memplan profile: memory and pinned copies measured on this GPU");
+	}
+	snprintf(d.name, sizeof(d.name), "%s", ln.name);
+	d.memory_bytes = ln.total_bytes;
+	d.h2d_gbps = ln.h2d_gbps;
+	d.d2h_gbps = ln.d2h_gbps;
+	if (ln.latency_us > 0)
+		d.latency_us = ln.latency_us;
 	d.is_default = d.no_verify = false;
 	d.source = source;
 	json_object_set_new(out, "device", device_to_json(&d));
-	return 0;
+	snprintf(say, n, "link      h2d %.2f GB/s, d2h %.2f GB/s, %.1f us per copy (pinned copies, median of 5): "
+		 "the net's device is now '%s'\n", d.h2d_gbps, d.d2h_gbps, d.latency_us, d.name);
 }
 
+/* "3 layers kept their modelled times: why ('a', 'b'); why ('c')": the
+ * reasons in the order they first appear, a few names each. */
 static void print_kept(const struct mp_net *net, const char **why, uint32_t n_kept)
 {
 	enum { MAX_REASONS = 4, MAX_NAMES = 3 };
@@ -173,8 +173,8 @@ int cmd_profile(int argc, char **argv)
 	const struct cli_cmd cmd = { "profile", "NET.json", opts, NULL, NULL, 0 };
 	struct mp_profile m;
 	struct mp_cuda_probe pr;
-	struct mp_cuda_link ln;
 	struct mp_error err = { "" };
+	char link[512];
 	struct mp_net *net;
 	json_t *root = NULL, *out = NULL;
 	uint32_t n_kept = 0;
@@ -216,16 +216,13 @@ int cmd_profile(int argc, char **argv)
 		rc = cli_error(EXIT_INTERNAL, "profile: the measurement does not fit '%s': %s", path, err.msg);
 		goto out;
 	}
-	if ((rc = this_device(out, net, &ln, &err)) < 0) {
-		rc = cli_error(rc == EXEC_NO_DEVICE ? EXIT_NO_GPU : EXIT_INTERNAL, "profile: the link: %s", err.msg);
-		goto out;
-	}
+	/* after the layers, so that its copies disturb none of their runs */
+	this_device(out, net, link, sizeof(link));
 	/* 9 significant digits: the measured medians, and the file's kept times
 	 * as written (gen writes 6) */
 	if ((rc = out_net_file(out_path, out, 9, "profile")) == EXIT_OK) {
 		print_summary(out_path, net, &m, why, n_kept);
-		printf("link      h2d %.2f GB/s, d2h %.2f GB/s, %.1f us per copy (pinned copies, median of 5): the "
-		       "net's device is now '%s'\n", ln.h2d_gbps, ln.d2h_gbps, ln.latency_us, ln.name);
+		fputs(link, stdout);
 	}
 out:
 	json_decref(out);

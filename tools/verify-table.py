@@ -22,13 +22,17 @@ print("| net | budget | mode | peak pred | peak meas | peak dev | time pred ms |
       "| h2d GB/s | d2h GB/s | h2d/probe | d2h/probe | real/timed ops | ok |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for f in sorted(glob.glob(os.path.join(d, "*.verify.json")) + glob.glob(os.path.join(d, "*.timed.json"))):
-    r = json.load(open(f))
     name = os.path.basename(f).split(".")
     mode = "timed" if name[2] == "timed" else "real"
+    try:
+        r = json.load(open(f))
+    except (OSError, ValueError) as e:
+        r = {"error": "unreadable report (%s)" % e}
     if "total" not in r:
         # a run that failed: its report says where and why, and has no totals
         why = r.get("violation") or r.get("error") or "no measurement"
-        print("| %s | %s%% | %s |%s no: %s |" % (name[0], name[1], mode, " - |" * 11, why.replace("|", "/")))
+        why = " ".join(why.replace("|", "/").split())
+        print("| %s | %s%% | %s |%s no: %s |" % (name[0], name[1], mode, " - |" * 11, why))
         continue
     t = r["total"]
     cu = r.get("cuda", {})

@@ -1336,8 +1336,8 @@ int exec_cuda_link(struct mp_cuda_link *out, struct mp_error *err)
 			}
 			const double med = mp_median(ms, 5);
 
-			if (small)
-				out->latency_us += med * 1e3 / 2;
+			if (small) /* (less the bytes' own time at the rate just measured) */
+				out->latency_us += fmax(0, med * 1e3 - n / (dir == 0 ? out->h2d_gbps : out->d2h_gbps) / 1e3) / 2;
 			else
 				*(dir == 0 ? &out->h2d_gbps : &out->d2h_gbps) = med > 0 ? (double)n / med / 1e6 : 0;
 		}

@@ -225,7 +225,8 @@ struct mp_cuda_link {
 	uint64_t total_bytes, free_bytes;  /* cudaMemGetInfo before the test buffers */
 	uint64_t copy_bytes;               /* 256 MiB, or less where memory is short */
 	double h2d_gbps, d2h_gbps;         /* bytes / median copy time, 1e9 bytes per second */
-	double latency_us;                 /* a LINK_SMALL copy's median time, the two ways averaged */
+	double latency_us;                 /* a LINK_SMALL copy's median time less its bytes' at that
+					    * way's rate, the two ways averaged */
 };
 
 /* Measure the link (memplan verify --probe).  0, -1 with *err on a CUDA error,

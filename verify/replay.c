@@ -740,8 +740,9 @@ static int write_output(struct replay *R, uint32_t i, uint32_t k, int real)
 	if (h < 0) {
 		/* an iteration that takes no checksum (check_first: those after
 		 * the first) still wrote it: a swap-in brings it back resident,
-		 * and a weight updated here is carried into the next iteration
-		 * (no iteration after it checks, so no sum is compared) */
+		 * and a weight updated here is carried into the next iteration.
+		 * Its sum (0, no slot) is never compared: every checking
+		 * iteration comes before every other (replay_run) */
 		if (!re)
 			T->expect = outv[k] = ver_make(0, -1, o);
 	} else if (re) {
@@ -1321,6 +1322,8 @@ int replay_run(const struct backend_i *be, const struct mp_net *net, const struc
 	for (uint32_t it = 0; it < first + o->warmup + o->iters; it++) {
 		struct rp_iter *rec = it >= first + o->warmup ? &recs[it - first - o->warmup] : NULL;
 
+		/* (the checking iterations first: write_output's unchecked
+		 * versions are never compared) */
 		R.checking = !first || it == 0;
 		if (run_iteration(&R, rec) < 0) {
 			*err = R.err;

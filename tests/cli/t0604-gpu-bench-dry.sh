@@ -19,6 +19,11 @@ if [ -z "${GPU_DRY:-}" ] || [ ! -x "$GPU_DRY" ]; then
 	done_testing
 	exit
 fi
+if ! command -v python3 >/dev/null 2>&1; then
+	skip "gpu-bench dry run" "no python3 (gpu-bench.sh and verify-table.py need it)"
+	done_testing
+	exit
+fi
 out=$TMP/gpu
 expect_run "gpu-bench.sh runs through" 0 --stdout-grep '^\| residual \| 80% \| timed \|' -- \
 	env FAKECUDA_OUTPUTS=hash MEMPLAN="$GPU_DRY" NETS="examples/tiny.json examples/residual.json" PCTS="90 80" \
@@ -56,10 +61,15 @@ expect_run "tiny's plans swap" 0 --stdout-grep '^[1-9]' -- \
 expect_run "residual's rebuilt tensors match with real kernels" 0 \
 	--stdout-grep '^data +every read checked: .*, [1-9][0-9]* recomputed tensors per iteration .*; nothing lost$' -- \
 	cat "$out/residual.80.verify.txt"
-# a failed run is a row saying why, not a crash of the table
-printf '{"format": "memplan-verify-report/1", "ok": false, "failed_action": 3, "violation": "schedule[3]: a | b"}\n' \
+# a failed run is a row saying why, and so is a report cut short: not a
+# crash of the table
+printf '{"format": "memplan-verify-report/1", "ok": false, "failed_action": 3, "violation": "schedule[3]: a |\\n b"}\n' \
 	>"$out/tiny.70.verify.json"
+printf '{"format": "memplan-verify-re' >"$out/tiny.60.verify.json"
 expect_run "a failed report is a row" 0 \
 	--stdout-grep '^\| tiny \| 70% \| real \|( - \|){11} no: schedule\[3\]: a / b \|$' -- \
+	python3 tools/verify-table.py "$out"
+expect_run "a report cut short is a row" 0 \
+	--stdout-grep '^\| tiny \| 60% \| real \|( - \|){11} no: unreadable report \(.*\) \|$' -- \
 	python3 tools/verify-table.py "$out"
 done_testing
