@@ -152,7 +152,7 @@ static int probe(void)
 		       mp_fmt_bytes(ln.free_bytes, b2, sizeof(b2)));
 		printf("cuda   pinned copies of %s, median of 5: h2d %.2f GB/s, d2h %.2f GB/s\n",
 		       mp_fmt_bytes(ln.copy_bytes, b3, sizeof(b3)), ln.h2d_gbps, ln.d2h_gbps);
-		printf("cuda   pinned copies of %s, median of 5: %.1f us each (the latency per copy)\n",
+		printf("cuda   pinned copies of %s, median of 5: %.1f us latency (time less the bytes at that rate)\n",
 		       mp_fmt_bytes(LINK_SMALL, b3, sizeof(b3)), ln.latency_us);
 	}
 	return EXIT_OK;

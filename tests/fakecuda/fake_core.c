@@ -11,6 +11,7 @@
  * the allocation's state runs + the state runs it covers).
  */
 #include "fakecuda.h"
+#include "../../analysis/base/util.h"
 
 #include <cuda_runtime_api.h>
 #include <stdarg.h>
@@ -654,10 +655,10 @@ static void hash_run(void *ctx, uint64_t off, uint64_t len)
 		uint64_t w;
 
 		memcpy(&w, x->base + off + k, 8);
-		x->h = (x->h ^ w) * 0x100000001b3ull;
+		x->h = mp_fnv_words(x->h, &w, 1);
 	}
 	for (; k < len; k++)
-		x->h = (x->h ^ x->base[off + k]) * 0x100000001b3ull;
+		x->h = (x->h ^ x->base[off + k]) * MP_FNV_PRIME;
 }
 
 static void fill_run(void *ctx, uint64_t off, uint64_t len)
@@ -682,7 +683,7 @@ void fk_outputs_hash(bool on)
 
 static void hash_outputs(void)
 {
-	struct hash_ctx x = { NULL, 0xcbf29ce484222325ull };
+	struct hash_ctx x = { NULL, MP_FNV_OFFSET };
 
 	if (outputs_hash < 0) {
 		const char *e = getenv("FAKECUDA_OUTPUTS");
@@ -692,7 +693,7 @@ static void hash_outputs(void)
 	if (!outputs_hash || fk_values_on() || (strncmp(C.call, "cudnn", 5) && strncmp(C.call, "cublas", 6)))
 		return;
 	for (const char *c = C.call; *c; c++)
-		x.h = (x.h ^ (unsigned char)*c) * 0x100000001b3ull;
+		x.h = (x.h ^ (unsigned char)*c) * MP_FNV_PRIME;
 	for (uint32_t i = 0; i < C.n; i++)
 		if (C.a[i].ok && (C.a[i].how & (FK_R | FK_W)) == FK_R) {
 			x.base = (const unsigned char *)C.a[i].p;

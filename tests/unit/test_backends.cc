@@ -355,7 +355,6 @@ static void test_steady_state(void)
 	fix_release(&f);
 }
 
-/* The CUDA backend alone on the fakes: cudaMallocAsync, and real kernels. */
 /* The CUDA backend with its fills of allocations counted: a persistent
  * tensor's allocation is filled with its initial bytes only where the last
  * iteration did not leave it on the device. */
@@ -367,6 +366,7 @@ static int counting_fill(struct replay *R, uint32_t i, uint64_t off, uint64_t n,
 	return backend_cuda.fill(R, i, off, n, seed, slot);
 }
 
+/* The CUDA backend alone on the fakes: cudaMallocAsync, and real kernels. */
 static void test_cuda_only(void)
 {
 	struct fix f;
