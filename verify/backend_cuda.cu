@@ -254,15 +254,18 @@ __global__ void k_calib(ull dur_ns)
 #else
 /*
  * The host build runs each kernel on the CPU when it is launched, on the
- * fake runtime's clock (tests/fakecuda: every call runs at once, in issue
- * order, which respects every event a stream waits for, since each was
- * recorded earlier).  The checksums and patterns are the device's.
+ * fake runtime's clock of the stream it is launched on (tests/fakecuda: every
+ * call's effect happens at once, in issue order, which respects every event
+ * a stream waits for, since each was recorded earlier; time is kept per
+ * stream, so copies overlap compute as on a GPU).  The checksums and
+ * patterns are the device's.
  */
+extern "C" void fk_on_stream(cudaStream_t s);
 extern "C" uint64_t fk_clock_ns(void);
 extern "C" void fk_clock_advance(uint64_t ns);
 extern "C" void fk_kernel(const char *name, const void *p, uint64_t n, unsigned how); /* 1 read, 2 write */
 
-#define LAUNCH(k, grid, block, st) (void)(grid), (void)(block), (void)(st), k
+#define LAUNCH(k, grid, block, st) (void)(grid), (void)(block), fk_on_stream(st), k
 
 static void k_hash(const uint8_t *p, ull n, ull *slot)
 {

@@ -818,30 +818,71 @@ int fk_end(void)
 /* ---- streams, events, copies, pinned memory, memory pools ----
  *
  * What verify/backend_cuda.cu calls beyond kern_cuda's, for its host build
- * (tests/unit/test_backends.cc).  Stream order is not modelled: every call
- * runs when it is made, which respects every event a stream waits for (each
- * was recorded earlier).  Time is a clock of its own, in ns, that copies
- * advance (1 us + 1 ns per 10 bytes) and the backend's CPU kernels advance
- * (fk_clock_advance); an event records it.  The device is "fakecuda", 80
- * GiB, 4 multiprocessors; free memory is what cudaMalloc has not handed out. */
+ * (tests/unit/test_backends.cc).  Every call's effect on memory happens when
+ * it is made, in issue order, which respects every event a stream waits for
+ * (each was recorded earlier).  Time is modelled per stream, as a GPU runs
+ * them: each stream has a clock (ns) that its copies advance (1 us + 1 ns
+ * per 10 bytes) and the backend's CPU kernels advance (fk_clock_advance, on
+ * the stream fk_on_stream named); an event records its stream's clock, a
+ * stream that waits for an event moves its clock up to the event's, and no
+ * stream's work starts before the host's clock: what the host has waited for
+ * (cudaEventSynchronize, cudaStreamSynchronize, cudaDeviceSynchronize, a
+ * synchronous cudaMemcpy).  So a copy overlaps compute on another stream,
+ * and a stream that waits for it stalls, as on a GPU: the measured timeline,
+ * and the memory replayed on it, are the ones the plan predicts.  The
+ * device is "fakecuda", 80 GiB, 4 multiprocessors; free memory is what
+ * cudaMalloc has not handed out. */
 
 #define FK_DEVICE_BYTES (UINT64_C(80) << 30)
 
-static uint64_t clock_ns;
+struct CUstream_st {
+	uint64_t t;   /* when its work so far ends (ns) */
+};
+
+static uint64_t host_ns;                /* what the host has waited for */
+static uint64_t latest_ns;              /* the latest clock of any stream */
+static struct CUstream_st null_stream;  /* stream 0 */
+static cudaStream_t on_stream;          /* the CPU kernel's (fk_on_stream) */
+
+/* A stream's clock, as work issued now sees it: not before the host's. */
+static uint64_t *clock_of(cudaStream_t s)
+{
+	struct CUstream_st *st = s ? s : &null_stream;
+
+	if (st->t < host_ns)
+		st->t = host_ns;
+	return &st->t;
+}
+
+static void clock_add(cudaStream_t s, uint64_t ns)
+{
+	uint64_t *c = clock_of(s);
+
+	*c += ns;
+	if (*c > latest_ns)
+		latest_ns = *c;
+}
+
+void fk_on_stream(cudaStream_t s)
+{
+	on_stream = s;
+}
 
 uint64_t fk_clock_ns(void)
 {
-	return clock_ns;
+	return *clock_of(on_stream);
 }
 
 void fk_clock_advance(uint64_t ns)
 {
-	clock_ns += ns;
+	clock_add(on_stream, ns);
 }
 
-struct CUstream_st {
-	int unused;
-};
+static void host_waits(uint64_t t)
+{
+	if (t > host_ns)
+		host_ns = t;
+}
 
 struct CUevent_st {
 	uint64_t t;
@@ -888,6 +929,7 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev
 
 cudaError_t cudaDeviceSynchronize(void)
 {
+	host_waits(latest_ns);
 	return cudaSuccess;
 }
 
@@ -916,12 +958,15 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
 {
 	(void)flags;
 	*pStream = (cudaStream_t)xrealloc(NULL, sizeof(struct CUstream_st));
+	(*pStream)->t = host_ns;
 	fk_obj_new(FK_OBJ_STREAM);
 	return cudaSuccess;
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
+	if (on_stream == stream)
+		on_stream = NULL;
 	free(stream);
 	fk_obj_gone(FK_OBJ_STREAM);
 	return cudaSuccess;
@@ -929,7 +974,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream)
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 {
-	(void)stream;
+	host_waits(*clock_of(stream));
 	return cudaSuccess;
 }
 
@@ -951,24 +996,27 @@ cudaError_t cudaEventDestroy(cudaEvent_t event)
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 {
-	(void)stream;
-	event->t = clock_ns;
+	event->t = *clock_of(stream);
 	event->recorded = true;
 	return cudaSuccess;
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
 {
-	(void)stream;
+	uint64_t *c = clock_of(stream);
+
 	(void)flags;
 	if (!event->recorded)
 		fk_violation("cudaStreamWaitEvent", "the event was never recorded");
+	else if (event->t > *c)
+		*c = event->t;
 	return cudaSuccess;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
-	(void)event;
+	if (event->recorded) /* (one never recorded is complete, as in CUDA) */
+		host_waits(event->t);
 	return cudaSuccess;
 }
 
@@ -1008,7 +1056,10 @@ static bool span_ok(const char *call, const void *p, size_t n, bool dev)
 	return false;
 }
 
-cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+/* A copy on stream s: its bytes at once, its time on the stream's clock
+ * (the host's too when sync). */
+static cudaError_t copy_on(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t s,
+			   bool sync)
 {
 	const bool to_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
 	const bool from_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
@@ -1016,7 +1067,9 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpy
 	if (!span_ok("cudaMemcpy", dst, count, to_dev) || !span_ok("cudaMemcpy", src, count, from_dev))
 		return last_error = cudaErrorInvalidValue;
 	memcpy(dst, src, count);
-	clock_ns += 1000 + count / 10;
+	clock_add(s, 1000 + count / 10);
+	if (sync)
+		host_waits(*clock_of(s));
 	if (count && (to_dev || from_dev)) {
 		struct fk_layout l = fk_bytes(count);
 
@@ -1041,10 +1094,16 @@ void fk_kernel(const char *name, const void *p, uint64_t n, unsigned how)
 	fk_end();
 }
 
+/* (the legacy stream 0 does not wait for the backend's streams: they are
+ * created non-blocking) */
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+	return copy_on(dst, src, count, kind, NULL, true);
+}
+
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream)
 {
-	(void)stream;
-	return cudaMemcpy(dst, src, count, kind);
+	return copy_on(dst, src, count, kind, stream, false);
 }
 
 cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps)

@@ -128,8 +128,12 @@ static inline uint64_t fk_sample_stride(uint64_t n)
 	return n > FK_VALUE_SAMPLES ? n / FK_VALUE_SAMPLES : 1;
 }
 
-/* The fake runtime's clock (ns): events record it, copies and the CPU
- * kernels of backend_cuda.cu's host build advance it. */
+/* The fake runtime's clocks (ns), one per stream (fake_core.c, "streams,
+ * events, copies"): a CPU kernel of backend_cuda.cu's host build runs on
+ * the stream fk_on_stream names (NULL: stream 0), reads its clock with
+ * fk_clock_ns and advances it with fk_clock_advance. */
+struct CUstream_st;
+void fk_on_stream(struct CUstream_st *s);
 uint64_t fk_clock_ns(void);
 void fk_clock_advance(uint64_t ns);
 /* A CPU kernel of backend_cuda.cu's host build read (FK_R) or wrote (FK_W)

@@ -2,7 +2,8 @@
  * test_backends: one replay engine, every backend (verify/backend.h).  The
  * same plans run through the host backend and the CUDA backend, the latter
  * built by the host compiler against the fake CUDA runtime of tests/fakecuda
- * (its kernels on the CPU, every call at once in issue order), and must get
+ * (its kernels on the CPU, every call's effect at once in issue order, its
+ * time on a clock per stream), and must get
  * the same verdicts, the same violation texts (but for checksum values: the
  * host hashes with exec_hash, the CUDA backend with a sum the device can add
  * in any order) and the same counts of what was checked.
@@ -14,7 +15,8 @@
  * lose a parameter across iterations, caught by both at the action that lost
  * it.  Then the CUDA
  * backend alone: cudaMallocAsync (--alloc async) and real kernels (the fake
- * cuDNN and cuBLAS) on clean plans, and memplan profile's measurement.
+ * cuDNN and cuBLAS) on clean plans, and memplan profile's measurement; the
+ * fakes' clocks, and swapping plans timed on them as the simulator predicts.
  */
 #define _Noreturn [[noreturn]] /* analysis/base/util.h is C11 */
 extern "C" {
@@ -36,7 +38,10 @@ struct fix {
 	struct mp_plan p;
 };
 
-static int fix_plan(struct fix *f, const char *path, uint64_t budget, enum mp_planner pl)
+/* Plan path at budget with planner pl; with link, on the net's device with
+ * link's copy rates and latency. */
+static int fix_plan_on(struct fix *f, const char *path, uint64_t budget, enum mp_planner pl,
+		       const struct mp_device *link)
 {
 	struct mp_error err = { "" };
 
@@ -50,6 +55,11 @@ static int fix_plan(struct fix *f, const char *path, uint64_t budget, enum mp_pl
 		f->req.device = f->net->device;
 	else
 		device_default(&f->req.device);
+	if (link) {
+		f->req.device.h2d_gbps = link->h2d_gbps;
+		f->req.device.d2h_gbps = link->d2h_gbps;
+		f->req.device.latency_us = link->latency_us;
+	}
 	f->req.budget_bytes = budget;
 	f->req.ws_mode = MP_WS_DYNAMIC;
 	policy_opts_default(&f->req.popts);
@@ -58,6 +68,11 @@ static int fix_plan(struct fix *f, const char *path, uint64_t budget, enum mp_pl
 		return -1;
 	}
 	return 0;
+}
+
+static int fix_plan(struct fix *f, const char *path, uint64_t budget, enum mp_planner pl)
+{
+	return fix_plan_on(f, path, budget, pl, NULL);
 }
 
 static void fix_release(struct fix *f)
@@ -481,6 +496,141 @@ static void test_cuda_only(void)
 		CHECK(fk_live((enum fk_obj)k) == 0);
 }
 
+/* The fakes' clocks, one per stream: a copy advances its stream's, a kernel
+ * the one it is launched on, an event records its stream's, a wait moves
+ * the waiting stream up to the event, and the host's waits hold back the
+ * work issued after them. */
+static void test_fake_clocks(void)
+{
+	cudaStream_t a, b, c;
+	cudaEvent_t e0, e1, e2;
+	void *d, *h;
+	float ms;
+
+	CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking) == cudaSuccess);
+	CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking) == cudaSuccess);
+	CHECK(cudaEventCreate(&e0) == cudaSuccess);
+	CHECK(cudaEventCreate(&e1) == cudaSuccess);
+	CHECK(cudaEventCreate(&e2) == cudaSuccess);
+	CHECK(cudaMalloc(&d, 20000) == cudaSuccess);
+	CHECK(cudaMallocHost(&h, 20000) == cudaSuccess);
+	memset(h, 1, 20000);
+	CHECK(cudaEventRecord(e0, a) == cudaSuccess);
+	CHECK(cudaEventRecord(e2, b) == cudaSuccess);
+	/* a: a copy of 20000 bytes, 1 us + 2 us; b: a kernel of 500 ns meanwhile */
+	CHECK(cudaMemcpyAsync(d, h, 20000, cudaMemcpyHostToDevice, a) == cudaSuccess);
+	fk_on_stream(b);
+	fk_clock_advance(500);
+	CHECK(cudaEventRecord(e1, a) == cudaSuccess);
+	CHECK(cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess);
+	CHECK_NEAR(ms, 0.003, 1e-6);
+	CHECK(cudaEventRecord(e1, b) == cudaSuccess);
+	CHECK(cudaEventElapsedTime(&ms, e2, e1) == cudaSuccess);
+	CHECK_NEAR(ms, 0.0005, 1e-6);  /* overlapped the copy */
+	/* b waits for the copy: its clock moves up to the copy's end */
+	CHECK(cudaEventRecord(e1, a) == cudaSuccess);
+	CHECK(cudaStreamWaitEvent(b, e1, 0) == cudaSuccess);
+	fk_on_stream(b);
+	fk_clock_advance(1000);
+	CHECK(cudaEventRecord(e1, b) == cudaSuccess);
+	CHECK(cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess);
+	CHECK_NEAR(ms, 0.004, 1e-6);
+	/* the host waits for b; then a stream made, or an idle one, starts there */
+	CHECK(cudaEventSynchronize(e1) == cudaSuccess);
+	CHECK(cudaStreamCreateWithFlags(&c, cudaStreamNonBlocking) == cudaSuccess);
+	CHECK(cudaEventRecord(e2, c) == cudaSuccess);
+	CHECK(cudaEventElapsedTime(&ms, e0, e2) == cudaSuccess);
+	CHECK_NEAR(ms, 0.004, 1e-6);
+	CHECK(cudaEventRecord(e2, a) == cudaSuccess);
+	CHECK(cudaEventElapsedTime(&ms, e0, e2) == cudaSuccess);
+	CHECK_NEAR(ms, 0.004, 1e-6);
+	/* a synchronous copy: stream 0, and the host waits for it */
+	CHECK(cudaMemcpy(h, d, 10000, cudaMemcpyDeviceToHost) == cudaSuccess);
+	CHECK(cudaEventRecord(e2, c) == cudaSuccess);
+	CHECK(cudaEventElapsedTime(&ms, e0, e2) == cudaSuccess);
+	CHECK_NEAR(ms, 0.006, 1e-6);
+	fk_on_stream(NULL);
+	cudaFree(d);
+	cudaFreeHost(h);
+	cudaEventDestroy(e0);
+	cudaEventDestroy(e1);
+	cudaEventDestroy(e2);
+	cudaStreamDestroy(a);
+	cudaStreamDestroy(b);
+	cudaStreamDestroy(c);
+}
+
+/* With those clocks the CUDA backend's measured timeline of a plan whose
+ * every op spins its modelled time (--compute timed) must be the one the
+ * simulator predicts on the fakes' link (1 us + 1 ns per 10 bytes: 10 GB/s,
+ * 1 us): the same iteration time, the same stalls for swap-ins, the same
+ * peak from the memory events replayed on it.  (Before, the fakes ran every
+ * copy on one clock with compute: residual's swapping plan at 70% measured
+ * no stall and a peak 5.3% under the prediction.) */
+static void test_fake_timeline(void)
+{
+	static const char *const nets[] = { "examples/residual.json", "examples/tiny.json", "examples/chain.json" };
+	static const enum mp_planner pls[] = { MP_PLANNER_SUPERNEURONS, MP_PLANNER_TFSWAP, MP_PLANNER_TENSILE,
+					       MP_PLANNER_GREEDY };
+	static const int pcts[] = { 90, 80, 70, 60 };
+	struct mp_device link;
+	uint32_t compared = 0, stalled = 0;
+
+	memset(&link, 0, sizeof(link));
+	link.h2d_gbps = link.d2h_gbps = 10;
+	link.latency_us = 1;
+	for (size_t n = 0; n < sizeof(nets) / sizeof(*nets); n++) {
+		struct fix f;
+		uint64_t live;
+
+		if (fix_plan_on(&f, nets[n], UINT64_C(1) << 40, MP_PLANNER_GREEDY, &link) < 0) {
+			CHECK(0);
+			continue;
+		}
+		live = f.p.sim.peak_bytes;
+		fix_release(&f);
+		for (size_t q = 0; q < sizeof(pls) / sizeof(*pls); q++)
+			for (size_t b = 0; b < sizeof(pcts) / sizeof(*pcts); b++) {
+				struct mp_exec_opts eo;
+				struct mp_exec_result res;
+				struct mp_error err = { "" };
+				uint32_t swaps = 0;
+				int rc;
+
+				if (fix_plan_on(&f, nets[n], live * pcts[b] / 100, pls[q], &link) < 0 ||
+				    f.p.sim.peak_bytes > live * pcts[b] / 100) {
+					fix_release(&f);
+					continue;
+				}
+				for (uint32_t i = 0; i < f.p.sched.n; i++)
+					swaps += f.p.sched.a[i].kind == MP_ACT_SWAP_OUT;
+				exec_opts_default(&eo);
+				eo.compute = MP_EXEC_TIMED;
+				eo.iters = 3;
+				eo.warmup = 1;
+				eo.time_scale = 1.0;
+				rc = exec_cuda_run(f.net, &f.req, &f.p, &eo, &res, &err);
+				if (rc < 0)
+					fprintf(stderr, "%s, %s at %d%%: %s\n", nets[n], mp_planner_name(pls[q]), pcts[b],
+						err.msg);
+				CHECK(rc == 0);
+				if (rc == 0 && swaps) {
+					compared++;
+					stalled += f.p.sim.stall_ms > 0;
+					CHECK_U64(res.live_peak_bytes, f.p.sim.peak_bytes);
+					CHECK_NEAR(res.time_ms, f.p.sim.time_ms, 1e-5 + 1e-6 * f.p.sim.time_ms);
+					CHECK_NEAR(res.stall_ms, f.p.sim.stall_ms, 1e-5 + 1e-6 * f.p.sim.time_ms);
+				}
+				exec_result_release(&res);
+				fix_release(&f);
+			}
+	}
+	printf("  timeline on the fakes' clocks: %u swapping plans as predicted, %u of them stalled\n", compared,
+	       stalled);
+	CHECK(compared >= 10);
+	CHECK(stalled >= 3);
+}
+
 static bool all_bytes(const unsigned char *p, unsigned char v)
 {
 	for (int i = 0; i < 64; i++)
@@ -548,6 +698,8 @@ int main(void)
 	v0 = fk_violations();
 	fk_print_limit(40);
 	test_cuda_only();
+	test_fake_clocks();
+	test_fake_timeline();
 	test_outputs_hash();
 	CHECK_U64(fk_violations(), v0);
 	return unit_report("test_backends");
