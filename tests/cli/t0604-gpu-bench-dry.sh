@@ -10,7 +10,8 @@
 # unwritten, and every swapping plan failed from its second iteration).
 # Every run's data must check; with FAKECUDA_OUTPUTS=hash the fake
 # libraries write what a function of their inputs gives, so a rebuilt tensor
-# must match its first run (residual's plans recompute).  The fakes keep a
+# must match its first run (residual's plans recompute), and the fakes
+# must object to no call (stream order included).  The fakes keep a
 # clock per stream, copies overlapping compute, and profile measured their
 # kernels and link, so each run's peak, time and stalls must be the
 # predicted ones to the digit: residual at 70% swaps and stalls (with one
@@ -62,6 +63,11 @@ for run in tiny:90 tiny:80 residual:90 residual:80 residual:70; do
 			sh -c "awk '\$1 == \"stall\" && \$2 != \$4 { n++ } END { print n + 0 }' '$out/$net.$pct.$mode.txt'"
 	done
 done
+# the fakes object to nothing: every call checked, and stream order (a
+# call that starts before another stream's use of its bytes ends, with no
+# event between them, is a violation: fake_core.c "stream order")
+expect_run "the fakes found no violation" 0 --stdout-grep '^0$' -- \
+	sh -c "cat '$out'/*.txt | grep -c '^fakecuda:' || true"
 # tiny at 70% is under its layer-wise floor: the script says so and goes on
 expect_run "a budget no plan meets is said and skipped" 0 \
 	--stdout-grep '^memplan: plan: budget [0-9.]+ MiB is below the layer-wise minimum' -- cat "$out/tiny.70.plan.txt"

@@ -24,9 +24,16 @@
 #define S_BEFORE 0x80
 #define S_READ 0x40
 #define S_COUNT 0x3f
+/* Streams told apart by the order check (fake_core.c, "stream order"): 0
+ * is stream 0, the others take 1 .. FK_NS - 1 in turn. */
+#define FK_NS 8
+
 struct seg {
 	uint64_t lo;
 	uint8_t state;
+	/* stream order: when each stream's last write and read of these
+	 * bytes ends, on that stream's clock (ns) */
+	uint64_t w_end[FK_NS], r_end[FK_NS];
 };
 
 struct alloc {
@@ -187,6 +194,93 @@ static struct alloc *find(const void *p)
 	return NULL;
 }
 
+struct CUstream_st {
+	uint64_t t;   /* when its work so far ends (ns) */
+	int id;       /* for the order check: 1 .. FK_NS - 1 */
+};
+
+static uint64_t host_ns;                /* what the host has waited for */
+static uint64_t latest_ns;              /* the latest clock of any stream */
+static struct CUstream_st null_stream;  /* stream 0 */
+static cudaStream_t on_stream;          /* the CPU kernel's (fk_on_stream) */
+static uint32_t streams_made;
+
+/* A stream's clock, as work issued now sees it: not before the host's. */
+static uint64_t *clock_of(cudaStream_t s)
+{
+	struct CUstream_st *st = s ? s : &null_stream;
+
+	if (st->t < host_ns)
+		st->t = host_ns;
+	return &st->t;
+}
+
+static void clock_add(cudaStream_t s, uint64_t ns)
+{
+	uint64_t *c = clock_of(s);
+
+	*c += ns;
+	if (*c > latest_ns)
+		latest_ns = *c;
+}
+
+void fk_on_stream(cudaStream_t s)
+{
+	on_stream = s;
+}
+
+uint64_t fk_clock_ns(void)
+{
+	return *clock_of(on_stream);
+}
+
+void fk_clock_advance(uint64_t ns)
+{
+	clock_add(on_stream, ns);
+}
+
+static void host_waits(uint64_t t)
+{
+	if (t > host_ns)
+		host_ns = t;
+}
+
+/*
+ * Stream order.  Every call's effect on memory happens when it is made, so
+ * the data checks cannot see a missing wait: a copy and the op that reads
+ * its bytes on another stream are both done by then.  The clocks can: each
+ * device byte's runs remember when each stream's last write and read of
+ * them ends, and a call on stream s that starts at t before another
+ * stream's write of its bytes ends (or, writing, before another stream's
+ * read ends) is a violation: on a GPU the two would overlap, for no event
+ * orders them.  A call's stream and span: a copy's (its start to its end),
+ * a CPU kernel's (fk_on_stream; at its stream's clock), a library call's
+ * (its handle's stream, fk_call_stream; at that clock), otherwise stream 0's.
+ * What the timeline orders by chance, without an event, is not caught.
+ */
+struct span {
+	bool set;
+	int sid;
+	uint64_t t0, t1;
+};
+
+static struct span next_span;  /* the next fk_call's */
+
+static int stream_id(cudaStream_t s)
+{
+	return s ? s->id : 0;
+}
+
+/* The next call's stream and span (right before its fk_call): dur ns from
+ * the stream's clock now. */
+static void call_on(cudaStream_t s, uint64_t dur)
+{
+	uint64_t t = *clock_of(s);
+
+	next_span = (struct span){ true, stream_id(s), t, t + dur };
+}
+
+
 /* ---- the state of each byte, as runs ---- */
 
 static void seg_reset(struct alloc *a, uint8_t state)
@@ -196,8 +290,14 @@ static void seg_reset(struct alloc *a, uint8_t state)
 		a->seg = (struct seg *)xrealloc(NULL, a->cap_seg * sizeof(*a->seg));
 	}
 	a->n_seg = 1;
-	a->seg[0].lo = 0;
+	memset(&a->seg[0], 0, sizeof(a->seg[0]));
 	a->seg[0].state = state;
+}
+
+static bool seg_same(const struct seg *x, const struct seg *y)
+{
+	return x->state == y->state && !memcmp(x->w_end, y->w_end, sizeof(x->w_end)) &&
+	       !memcmp(x->r_end, y->r_end, sizeof(x->r_end));
 }
 
 /* The run holding byte x (x < bytes). */
@@ -228,8 +328,8 @@ static uint32_t seg_split(struct alloc *a, uint64_t x)
 		a->seg = (struct seg *)xrealloc(a->seg, a->cap_seg * sizeof(*a->seg));
 	}
 	memmove(&a->seg[i + 2], &a->seg[i + 1], (a->n_seg - i - 1) * sizeof(*a->seg));
+	a->seg[i + 1] = a->seg[i];
 	a->seg[i + 1].lo = x;
-	a->seg[i + 1].state = a->seg[i].state;
 	a->n_seg++;
 	return i + 1;
 }
@@ -249,7 +349,7 @@ static void seg_merge(struct alloc *a, uint32_t from, uint32_t to)
 	else
 		to++;
 	for (uint32_t r = w + 1; r <= to; r++)
-		if (a->seg[r].state != a->seg[w].state)
+		if (!seg_same(&a->seg[r], &a->seg[w]))
 			a->seg[++w] = a->seg[r];
 	memmove(&a->seg[w + 1], &a->seg[to + 1], (a->n_seg - to - 1) * sizeof(*a->seg));
 	a->n_seg -= to - w;
@@ -309,7 +409,7 @@ cudaError_t cudaFree(void *devPtr)
 	return last_error = cudaErrorInvalidValue;
 }
 
-cudaError_t cudaMemset(void *devPtr, int value, size_t count)
+static cudaError_t memset_on(void *devPtr, int value, size_t count, cudaStream_t stream)
 {
 	struct alloc *a = find(devPtr);
 	struct fk_layout l = fk_bytes(count);
@@ -323,17 +423,22 @@ cudaError_t cudaMemset(void *devPtr, int value, size_t count)
 		return last_error = cudaErrorInvalidValue;
 	}
 	memset(devPtr, value, count);
+	call_on(stream, 0);
 	fk_call("cudaMemset");
 	fk_arg("devPtr", devPtr, &l, FK_W, 0);
 	fk_end();
 	return cudaSuccess;
 }
 
-/* Stream order is not modelled: every call runs at once. */
+cudaError_t cudaMemset(void *devPtr, int value, size_t count)
+{
+	return memset_on(devPtr, value, count, NULL);
+}
+
+/* (at once, and at its stream's clock for the order check) */
 cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
 {
-	(void)stream;
-	return cudaMemset(devPtr, value, count);
+	return memset_on(devPtr, value, count, stream);
 }
 
 cudaError_t cudaGetLastError(void)
@@ -534,6 +639,8 @@ struct arg {
 	/* shadow pass results */
 	bool read_before;
 	uint64_t unwritten, unwritten_at, dead, dead_at;
+	uint64_t raced, raced_at, raced_end;  /* stream order: bytes, the first, until when */
+	int raced_sid;
 };
 
 static struct {
@@ -542,6 +649,7 @@ static struct {
 	struct arg a[MAX_ARGS];
 	int fails;
 	bool open;
+	struct span span;  /* its stream and when (stream order) */
 } C;
 
 void fk_call(const char *call)
@@ -551,6 +659,18 @@ void fk_call(const char *call)
 	memset(&C, 0, sizeof(C));
 	C.call = call;
 	C.open = true;
+	C.span = next_span;
+	next_span.set = false;
+}
+
+/* A library call on its handle's stream: inside the call, after fk_call. */
+void fk_call_stream(cudaStream_t s)
+{
+	if (!C.open)
+		return;
+	call_on(s, 0);
+	C.span = next_span;
+	next_span.set = false;
 }
 
 void fk_arg(const char *name, const void *p, const struct fk_layout *l, unsigned how, int inplace)
@@ -579,6 +699,31 @@ void fk_fail(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Check run i of al against the call's span, then record the access. */
+static void order_run(struct arg *a, struct alloc *al, uint32_t i, bool write)
+{
+	struct seg *g = &al->seg[i];
+	int sid = C.span.sid;
+
+	for (int u = 0; u < FK_NS; u++) {
+		uint64_t until = g->w_end[u] > (write ? g->r_end[u] : 0) ? g->w_end[u] : g->r_end[u];
+
+		if (u == sid || until <= C.span.t0)
+			continue;
+		if (!a->raced) {
+			a->raced_at = g->lo - a->lo;
+			a->raced_sid = u;
+		}
+		if (until > a->raced_end)
+			a->raced_end = until;
+		a->raced += seg_end(al, i) - g->lo;
+	}
+	if (write)
+		g->w_end[sid] = g->w_end[sid] > C.span.t1 ? g->w_end[sid] : C.span.t1;
+	else
+		g->r_end[sid] = g->r_end[sid] > C.span.t1 ? g->r_end[sid] : C.span.t1;
+}
+
 static void read_run(void *ctx, uint64_t off, uint64_t len)
 {
 	struct arg *a = (struct arg *)ctx;
@@ -590,6 +735,7 @@ static void read_run(void *ctx, uint64_t off, uint64_t len)
 		seg_split(al, hi);
 	last = seg_find(al, hi - 1);
 	for (uint32_t i = first; i <= last; i++) {
+		order_run(a, al, i, false);
 		if (al->seg[i].state & S_BEFORE)
 			a->read_before = true;
 		else if (!(al->seg[i].state & S_COUNT)) {
@@ -615,6 +761,7 @@ static void write_run(void *ctx, uint64_t off, uint64_t len)
 	for (uint32_t i = first; i <= last; i++) {
 		unsigned c = al->seg[i].state & S_COUNT;
 
+		order_run(a, al, i, true);
 		/* a value this op wrote, overwritten unread: lost work (a
 		 * beta 0 where an accumulation was meant) */
 		if (c && !(al->seg[i].state & S_READ) && al->tag >= 0 && !a->dead++)
@@ -710,6 +857,12 @@ static void hash_outputs(void)
 int fk_end(void)
 {
 	uint32_t s = seq++;
+
+	if (!C.span.set) {
+		call_on(NULL, 0);
+		C.span = next_span;
+		next_span.set = false;
+	}
 
 	/* every extent inside one live allocation */
 	for (uint32_t i = 0; i < C.n; i++) {
@@ -809,6 +962,13 @@ int fk_end(void)
 		e.scratch = (a->how & FK_SCRATCH) != 0;
 		log_add(&e);
 	}
+	for (uint32_t i = 0; i < C.n; i++)
+		if (C.a[i].ok && C.a[i].raced)
+			fk_fail("%s: %llu bytes of %s (the first at byte %llu of the argument) are in use on stream %d until "
+				"%.3f us, and this call starts on stream %d at %.3f us: no event orders them",
+				C.a[i].name, (unsigned long long)C.a[i].raced, alloc_name(C.a[i].a),
+				(unsigned long long)C.a[i].raced_at, C.a[i].raced_sid, C.a[i].raced_end / 1e3,
+				C.span.sid, C.span.t0 / 1e3);
 	if (!C.fails)
 		hash_outputs();
 	C.open = false;
@@ -835,54 +995,6 @@ int fk_end(void)
 
 #define FK_DEVICE_BYTES (UINT64_C(80) << 30)
 
-struct CUstream_st {
-	uint64_t t;   /* when its work so far ends (ns) */
-};
-
-static uint64_t host_ns;                /* what the host has waited for */
-static uint64_t latest_ns;              /* the latest clock of any stream */
-static struct CUstream_st null_stream;  /* stream 0 */
-static cudaStream_t on_stream;          /* the CPU kernel's (fk_on_stream) */
-
-/* A stream's clock, as work issued now sees it: not before the host's. */
-static uint64_t *clock_of(cudaStream_t s)
-{
-	struct CUstream_st *st = s ? s : &null_stream;
-
-	if (st->t < host_ns)
-		st->t = host_ns;
-	return &st->t;
-}
-
-static void clock_add(cudaStream_t s, uint64_t ns)
-{
-	uint64_t *c = clock_of(s);
-
-	*c += ns;
-	if (*c > latest_ns)
-		latest_ns = *c;
-}
-
-void fk_on_stream(cudaStream_t s)
-{
-	on_stream = s;
-}
-
-uint64_t fk_clock_ns(void)
-{
-	return *clock_of(on_stream);
-}
-
-void fk_clock_advance(uint64_t ns)
-{
-	clock_add(on_stream, ns);
-}
-
-static void host_waits(uint64_t t)
-{
-	if (t > host_ns)
-		host_ns = t;
-}
 
 struct CUevent_st {
 	uint64_t t;
@@ -959,6 +1071,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
 	(void)flags;
 	*pStream = (cudaStream_t)xrealloc(NULL, sizeof(struct CUstream_st));
 	(*pStream)->t = host_ns;
+	(*pStream)->id = 1 + (int)(streams_made++ % (FK_NS - 1));
 	fk_obj_new(FK_OBJ_STREAM);
 	return cudaSuccess;
 }
@@ -1067,6 +1180,8 @@ static cudaError_t copy_on(void *dst, const void *src, size_t count, enum cudaMe
 	if (!span_ok("cudaMemcpy", dst, count, to_dev) || !span_ok("cudaMemcpy", src, count, from_dev))
 		return last_error = cudaErrorInvalidValue;
 	memcpy(dst, src, count);
+	if (count && (to_dev || from_dev))
+		call_on(s, 1000 + count / 10);
 	clock_add(s, 1000 + count / 10);
 	if (sync)
 		host_waits(*clock_of(s));
@@ -1089,6 +1204,7 @@ void fk_kernel(const char *name, const void *p, uint64_t n, unsigned how)
 
 	if (!n)
 		return;
+	call_on(on_stream, 0);
 	fk_call(name);
 	fk_arg("p", p, &l, how, 0);
 	fk_end();

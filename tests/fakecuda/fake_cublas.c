@@ -53,6 +53,7 @@ static bool handle_ok(const char *fn, cublasHandle_t h)
 		fk_violation(fn, "not a live cuBLAS handle");
 		return false;
 	}
+	fk_call_stream(h->stream);
 	return true;
 }
 
@@ -162,6 +163,7 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cub
 		st = CUBLAS_STATUS_NOT_INITIALIZED;
 		goto out;
 	}
+	fk_call_stream(handle->stream);
 	if ((transa != CUBLAS_OP_N && transa != CUBLAS_OP_T && transa != CUBLAS_OP_C) ||
 	    (transb != CUBLAS_OP_N && transb != CUBLAS_OP_T && transb != CUBLAS_OP_C) || m < 0 || n < 0 || k < 0 ||
 	    lda < (ar > 1 ? ar : 1) || ldb < (br > 1 ? br : 1) || ldc < (m > 1 ? m : 1)) {

@@ -295,7 +295,11 @@ static bool scalars(const void *alpha, const char *an, const void *beta, const c
 
 static bool handle_ok(cudnnHandle_t h)
 {
-	return obj_ok(h, M_HANDLE, FK_OBJ_CUDNN, "handle", false);
+	bool ok = obj_ok(h, M_HANDLE, FK_OBJ_CUDNN, "handle", false);
+
+	if (ok)
+		fk_call_stream(h->stream);
+	return ok;
 }
 
 /* ---- context ---- */

@@ -7,7 +7,7 @@
  *   libfakecudart.so  (fake_core.c)   cudaMalloc, cudaFree, cudaMemset,
  *                     cudaGetLastError, and for backend_cuda.cu (run by
  *                     tests/unit/test_backends.cc) streams, events, copies,
- *                     pinned memory and memory pools on a clock of its own;
+ *                     pinned memory and memory pools on a clock per stream;
  *                     the allocation registry, its shadow
  *                     bytes, the access log, violations and fault injection
  *                     below, shared by the other two and by the test
@@ -38,6 +38,12 @@
  * accumulation).  Reads and writes are logged per call, so the test knows
  * which tensors each call read and wrote and how often each byte was
  * written.
+ *
+ * Stream order: each byte's runs also remember when each stream's last
+ * write and read of them ends, on the streams' clocks; a call that starts
+ * before another stream's write of its bytes ends (or, writing, before
+ * another stream's read ends) is a violation, a wait missing between them
+ * (fake_core.c, "stream order").
  */
 #ifndef MP_FAKECUDA_H
 #define MP_FAKECUDA_H
@@ -134,6 +140,9 @@ static inline uint64_t fk_sample_stride(uint64_t n)
  * fk_clock_ns and advances it with fk_clock_advance. */
 struct CUstream_st;
 void fk_on_stream(struct CUstream_st *s);
+/* The library call open now (after its fk_call) runs on stream s: its
+ * handle's (fake_core.c, "stream order"). */
+void fk_call_stream(struct CUstream_st *s);
 uint64_t fk_clock_ns(void);
 void fk_clock_advance(uint64_t ns);
 /* A CPU kernel of backend_cuda.cu's host build read (FK_R) or wrote (FK_W)

@@ -549,6 +549,33 @@ static void test_fake_clocks(void)
 	CHECK(cudaEventRecord(e2, c) == cudaSuccess);
 	CHECK(cudaEventElapsedTime(&ms, e0, e2) == cudaSuccess);
 	CHECK_NEAR(ms, 0.006, 1e-6);
+
+	/* stream order: a kernel on b reads bytes a copy on a writes until 9 us,
+	 * from 6 us: a violation; after b waits for the copy's event, none; a
+	 * write on b while a copy on a reads the bytes: a violation */
+	{
+		uint64_t v0 = fk_violations();
+
+		fk_print_limit(0);
+		CHECK(cudaMemcpyAsync(d, h, 20000, cudaMemcpyHostToDevice, a) == cudaSuccess);
+		fk_on_stream(b);
+		fk_kernel("k_hash", d, 100, FK_R);
+		CHECK_U64(fk_violations(), v0 + 1);
+		CHECK(cudaEventRecord(e1, a) == cudaSuccess);
+		CHECK(cudaStreamWaitEvent(b, e1, 0) == cudaSuccess);
+		fk_on_stream(b);
+		fk_kernel("k_hash", d, 100, FK_R);
+		CHECK_U64(fk_violations(), v0 + 1);
+		CHECK(cudaMemcpyAsync(h, d, 20000, cudaMemcpyDeviceToHost, a) == cudaSuccess);
+		fk_on_stream(b);
+		fk_kernel("k_fill", d, 100, FK_W);
+		CHECK_U64(fk_violations(), v0 + 2);
+		/* the same stream is ordered by itself */
+		fk_on_stream(a);
+		fk_kernel("k_fill", d, 100, FK_W);
+		CHECK_U64(fk_violations(), v0 + 2);
+		fk_print_limit(40);
+	}
 	fk_on_stream(NULL);
 	cudaFree(d);
 	cudaFreeHost(h);
@@ -575,6 +602,7 @@ static void test_fake_timeline(void)
 	static const int pcts[] = { 90, 80, 70, 60 };
 	struct mp_device link;
 	uint32_t compared = 0, stalled = 0;
+	uint64_t v0 = fk_violations();
 
 	memset(&link, 0, sizeof(link));
 	link.h2d_gbps = link.d2h_gbps = 10;
@@ -629,6 +657,7 @@ static void test_fake_timeline(void)
 	       stalled);
 	CHECK(compared >= 10);
 	CHECK(stalled >= 3);
+	CHECK_U64(fk_violations(), v0);  /* stream order kept throughout */
 }
 
 static bool all_bytes(const unsigned char *p, unsigned char v)
@@ -695,10 +724,10 @@ int main(void)
 
 	test_conformance();
 	test_steady_state();
+	test_fake_clocks();  /* (makes two violations on purpose) */
 	v0 = fk_violations();
 	fk_print_limit(40);
 	test_cuda_only();
-	test_fake_clocks();
 	test_fake_timeline();
 	test_outputs_hash();
 	CHECK_U64(fk_violations(), v0);
