@@ -960,8 +960,10 @@ static int mev_cmp(const void *pa, const void *pb)
 
 /* The memory events of the measured iteration in time order, as sim_run
  * replays its own: the live peak, its action, each step's most bytes and
- * each action's resident bytes. */
-static void memory_replay(const struct replay *R, struct rp_iter *rec)
+ * each action's resident bytes.  A release measured before what it releases
+ * was placed is a backend whose streams ran out of the plan's order (a wait
+ * missing): a violation at the release, -1. */
+static int memory_replay(struct replay *R, struct rp_iter *rec)
 {
 	const struct mp_schedule *s = R->s;
 	const uint32_t n_steps = R->p->sim.n_steps;
@@ -1002,7 +1004,15 @@ static void memory_replay(const struct replay *R, struct rp_iter *rec)
 		const struct mev *e = &log[k];
 
 		res += e->delta;
-		MP_ASSERT(res >= 0);
+		if (res < 0) {
+			uint32_t i = e->seq / 2;
+
+			replay_fail(R, i, "released at %.3f ms of the measured iteration, before the %s of its bytes "
+				    "(schedule[%u]) at %.3f ms: the device ran the plan out of order", rec->act[i].end_ms,
+				    mp_act_name(s->a[R->rel_of[i]].kind), R->rel_of[i], rec->act[R->rel_of[i]].start_ms);
+			free(log);
+			return -1;
+		}
 		rec->act[e->seq / 2].resident_bytes = (uint64_t)res;
 		if (n_steps && (!cur_seen || (uint64_t)res > rec->step_bytes[cur])) {
 			rec->step_bytes[cur] = (uint64_t)res;
@@ -1018,6 +1028,7 @@ static void memory_replay(const struct replay *R, struct rp_iter *rec)
 		}
 	}
 	free(log);
+	return 0;
 }
 
 /* Issue one iteration, wait for it, compare its checksums and, when rec is
@@ -1092,8 +1103,8 @@ static int run_iteration(struct replay *R, struct rp_iter *rec)
 	}
 	if (R->be->measure(R, rec) < 0)
 		return -1;
-	if (rec)
-		memory_replay(R, rec);
+	if (rec && memory_replay(R, rec) < 0)
+		return -1;
 	return 0;
 }
 

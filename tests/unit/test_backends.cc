@@ -496,6 +496,45 @@ static void test_cuda_only(void)
 		CHECK(fk_live((enum fk_obj)k) == 0);
 }
 
+/* A backend whose measured timeline puts the first free before the
+ * allocation it releases, as a device running the plan out of order would. */
+static int early_free_measure(struct replay *R, struct rp_iter *rec)
+{
+	if (backend_host.measure(R, rec) < 0)
+		return -1;
+	for (uint32_t i = 0; rec && i < R->s->n; i++)
+		if (R->s->a[i].kind == MP_ACT_FREE) {
+			rec->act[i].end_ms = rec->act[R->rel_of[i]].start_ms - 1;
+			break;
+		}
+	return 0;
+}
+
+/* Such a timeline is a violation at the release, not a crash. */
+static void test_out_of_order(void)
+{
+	struct fix f;
+	struct backend_i early = backend_host;
+	struct mp_exec_opts eo;
+	struct mp_exec_result res;
+	struct mp_error err = { "" };
+
+	if (fix_plan(&f, "examples/tiny.json", 64 << 20, MP_PLANNER_GREEDY) < 0) {
+		CHECK(0);
+		return;
+	}
+	early.measure = early_free_measure;
+	exec_opts_default(&eo);
+	eo.iters = 1;
+	CHECK(replay_run(&early, f.net, &f.req, &f.p, &eo, &res, &err) < 0);
+	CHECK(res.failed_action < f.p.sched.n && f.p.sched.a[res.failed_action].kind == MP_ACT_FREE);
+	CHECK(strstr(err.msg, "before the alloc of its bytes") != NULL);
+	CHECK(strstr(err.msg, "the device ran the plan out of order") != NULL);
+	printf("  out of order: %s\n", err.msg);
+	exec_result_release(&res);
+	fix_release(&f);
+}
+
 /* The fakes' clocks, one per stream: a copy advances its stream's, a kernel
  * the one it is launched on, an event records its stream's, a wait moves
  * the waiting stream up to the event, and the host's waits hold back the
@@ -725,6 +764,7 @@ int main(void)
 	test_conformance();
 	test_steady_state();
 	test_fake_clocks();  /* (makes two violations on purpose) */
+	test_out_of_order();
 	v0 = fk_violations();
 	fk_print_limit(40);
 	test_cuda_only();
