@@ -988,9 +988,19 @@ static int memory_replay(struct replay *R, struct rp_iter *rec)
 			log[n_log++] = (struct mev){ m->start_ms, 2 * i, (int64_t)R->place_bytes[i], -1 };
 			break;
 		case MP_ACT_FREE:
-		case MP_ACT_SWAP_OUT:
-			log[n_log++] = (struct mev){ m->end_ms, 2 * i, -(int64_t)R->place_bytes[R->rel_of[i]], -1 };
+		case MP_ACT_SWAP_OUT: {
+			const uint32_t j = (uint32_t)R->rel_of[i];
+
+			if (j < i && m->end_ms < rec->act[j].start_ms) {
+				replay_fail(R, i, "released at %.3f ms of the measured iteration, before the %s of its "
+					    "bytes (schedule[%u]) at %.3f ms: the device ran the plan out of order",
+					    m->end_ms, mp_act_name(s->a[j].kind), j, rec->act[j].start_ms);
+				free(log);
+				return -1;
+			}
+			log[n_log++] = (struct mev){ m->end_ms, 2 * i, -(int64_t)R->place_bytes[j], -1 };
 			break;
+		}
 		case MP_ACT_WAIT:
 			log[n_log++] = (struct mev){ m->end_ms, 2 * i, 0, -1 };
 			break;
@@ -1004,15 +1014,7 @@ static int memory_replay(struct replay *R, struct rp_iter *rec)
 		const struct mev *e = &log[k];
 
 		res += e->delta;
-		if (res < 0) {
-			uint32_t i = e->seq / 2;
-
-			replay_fail(R, i, "released at %.3f ms of the measured iteration, before the %s of its bytes "
-				    "(schedule[%u]) at %.3f ms: the device ran the plan out of order", rec->act[i].end_ms,
-				    mp_act_name(s->a[R->rel_of[i]].kind), R->rel_of[i], rec->act[R->rel_of[i]].start_ms);
-			free(log);
-			return -1;
-		}
+		MP_ASSERT(res >= 0);  /* every release after what it releases (above) */
 		rec->act[e->seq / 2].resident_bytes = (uint64_t)res;
 		if (n_steps && (!cur_seen || (uint64_t)res > rec->step_bytes[cur])) {
 			rec->step_bytes[cur] = (uint64_t)res;

@@ -256,7 +256,14 @@ static void host_waits(uint64_t t)
  * orders them.  A call's stream and span: a copy's (its start to its end),
  * a CPU kernel's (fk_on_stream; at its stream's clock), a library call's
  * (its handle's stream, fk_call_stream; at that clock), otherwise stream 0's.
- * What the timeline orders by chance, without an event, is not caught.
+ * Limits: what the timeline orders by chance, without an event, is not
+ * caught; a kernel's or library call's accesses are an instant at its
+ * stream's clock when it is called (the backend's kernels spin an op's
+ * modelled time after its data kernels, and the fake libraries take no
+ * time), so only a copy's accesses span time: a copy that overlaps the rest
+ * of an op's run is not caught; workspace arguments are not checked; the
+ * stream-ordered pool (cudaMallocFromPoolAsync, cudaFreeAsync) allocates
+ * and frees at issue, so reuse across streams there is not timed.
  */
 struct span {
 	bool set;
@@ -705,17 +712,28 @@ static void order_run(struct arg *a, struct alloc *al, uint32_t i, bool write)
 	struct seg *g = &al->seg[i];
 	int sid = C.span.sid;
 
-	for (int u = 0; u < FK_NS; u++) {
-		uint64_t until = g->w_end[u] > (write ? g->r_end[u] : 0) ? g->w_end[u] : g->r_end[u];
+	uint64_t until = 0;
+	int with = -1;
 
-		if (u == sid || until <= C.span.t0)
-			continue;
+	/* a read meets another stream's write; a write, its write or read
+	 * (two reads never race) */
+	for (int u = 0; u < FK_NS; u++) {
+		uint64_t end = write && g->r_end[u] > g->w_end[u] ? g->r_end[u] : g->w_end[u];
+
+		if (u != sid && end > C.span.t0 && end > until) {
+			until = end;
+			with = u;
+		}
+	}
+	if (with >= 0) {
 		if (!a->raced) {
 			a->raced_at = g->lo - a->lo;
-			a->raced_sid = u;
+			a->raced_sid = with;
 		}
-		if (until > a->raced_end)
+		if (until > a->raced_end) {
 			a->raced_end = until;
+			a->raced_sid = with;
+		}
 		a->raced += seg_end(al, i) - g->lo;
 	}
 	if (write)
@@ -988,8 +1006,13 @@ int fk_end(void)
  * stream's work starts before the host's clock: what the host has waited for
  * (cudaEventSynchronize, cudaStreamSynchronize, cudaDeviceSynchronize, a
  * synchronous cudaMemcpy).  So a copy overlaps compute on another stream,
- * and a stream that waits for it stalls, as on a GPU: the measured timeline,
- * and the memory replayed on it, are the ones the plan predicts.  The
+ * and a stream that waits for it stalls, as on a GPU: in an arena, the
+ * measured timeline and the memory replayed on it are the ones the plan
+ * predicts (the pool of cudaMallocFromPoolAsync is not timed: it allocates
+ * and frees at issue).  Checksum kernels take no time here; on a GPU a
+ * swap-in's checksum lengthens the stall for it, which the simulator does
+ * not predict.  Stream flags are ignored: stream 0 waits for no other
+ * stream, as for the non-blocking streams the backend makes.  The
  * device is "fakecuda", 80 GiB, 4 multiprocessors; free memory is what
  * cudaMalloc has not handed out. */
 

@@ -53,7 +53,6 @@ static bool handle_ok(const char *fn, cublasHandle_t h)
 		fk_violation(fn, "not a live cuBLAS handle");
 		return false;
 	}
-	fk_call_stream(h->stream);
 	return true;
 }
 

@@ -326,7 +326,8 @@ cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t streamId)
 	fk_call("cudnnSetStream");
 	if (fk_inject())
 		st = CUDNN_STATUS_INTERNAL_ERROR;
-	else if (handle_ok(handle))
+	/* (not handle_ok: the call is not on the old stream, which may be gone) */
+	else if (obj_ok(handle, M_HANDLE, FK_OBJ_CUDNN, "handle", false))
 		handle->stream = streamId;
 	else
 		st = CUDNN_STATUS_BAD_PARAM;

@@ -496,17 +496,25 @@ static void test_cuda_only(void)
 		CHECK(fk_live((enum fk_obj)k) == 0);
 }
 
-/* A backend whose measured timeline puts the first free before the
- * allocation it releases, as a device running the plan out of order would. */
+/* A backend whose measured timeline puts a free (the first, or the last,
+ * when much else is live) just before the allocation it releases, as a
+ * device running the plan out of order would. */
+static bool early_last;
+static uint32_t early_at;
+
 static int early_free_measure(struct replay *R, struct rp_iter *rec)
 {
 	if (backend_host.measure(R, rec) < 0)
 		return -1;
-	for (uint32_t i = 0; rec && i < R->s->n; i++)
-		if (R->s->a[i].kind == MP_ACT_FREE) {
-			rec->act[i].end_ms = rec->act[R->rel_of[i]].start_ms - 1;
+	for (uint32_t k = 0; rec && k < R->s->n; k++) {
+		uint32_t i = early_last ? R->s->n - 1 - k : k;
+
+		if (R->s->a[i].kind == MP_ACT_FREE && (uint32_t)R->rel_of[i] < i) {
+			rec->act[i].end_ms = rec->act[R->rel_of[i]].start_ms - 0.001;
+			early_at = i;
 			break;
 		}
+	}
 	return 0;
 }
 
@@ -524,14 +532,17 @@ static void test_out_of_order(void)
 		return;
 	}
 	early.measure = early_free_measure;
-	exec_opts_default(&eo);
-	eo.iters = 1;
-	CHECK(replay_run(&early, f.net, &f.req, &f.p, &eo, &res, &err) < 0);
-	CHECK(res.failed_action < f.p.sched.n && f.p.sched.a[res.failed_action].kind == MP_ACT_FREE);
-	CHECK(strstr(err.msg, "before the alloc of its bytes") != NULL);
-	CHECK(strstr(err.msg, "the device ran the plan out of order") != NULL);
-	printf("  out of order: %s\n", err.msg);
-	exec_result_release(&res);
+	for (int last = 0; last < 2; last++) {
+		early_last = last;
+		exec_opts_default(&eo);
+		eo.iters = 1;
+		CHECK(replay_run(&early, f.net, &f.req, &f.p, &eo, &res, &err) < 0);
+		CHECK_U64(res.failed_action, early_at);
+		CHECK(strstr(err.msg, "before the alloc of its bytes") != NULL);
+		CHECK(strstr(err.msg, "the device ran the plan out of order") != NULL);
+		printf("  out of order: %s\n", err.msg);
+		exec_result_release(&res);
+	}
 	fix_release(&f);
 }
 
@@ -543,7 +554,7 @@ static void test_fake_clocks(void)
 {
 	cudaStream_t a, b, c;
 	cudaEvent_t e0, e1, e2;
-	void *d, *h;
+	void *d, *d2, *h;
 	float ms;
 
 	CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking) == cudaSuccess);
@@ -591,7 +602,8 @@ static void test_fake_clocks(void)
 
 	/* stream order: a kernel on b reads bytes a copy on a writes until 9 us,
 	 * from 6 us: a violation; after b waits for the copy's event, none; a
-	 * write on b while a copy on a reads the bytes: a violation */
+	 * read on b while a copy on a reads the bytes, none; a write: a
+	 * violation */
 	{
 		uint64_t v0 = fk_violations();
 
@@ -606,6 +618,18 @@ static void test_fake_clocks(void)
 		fk_kernel("k_hash", d, 100, FK_R);
 		CHECK_U64(fk_violations(), v0 + 1);
 		CHECK(cudaMemcpyAsync(h, d, 20000, cudaMemcpyDeviceToHost, a) == cudaSuccess);
+		/* two reads never race: b writes fresh bytes, a copies them out
+		 * after waiting for b, and b reads them during that copy */
+		CHECK(cudaMalloc(&d2, 100) == cudaSuccess);
+		fk_on_stream(b);
+		fk_kernel("k_fill", d2, 100, FK_W);
+		CHECK(cudaEventRecord(e1, b) == cudaSuccess);
+		CHECK(cudaStreamWaitEvent(a, e1, 0) == cudaSuccess);
+		CHECK(cudaMemcpyAsync(h, d2, 100, cudaMemcpyDeviceToHost, a) == cudaSuccess);
+		fk_on_stream(b);
+		fk_kernel("k_hash", d2, 100, FK_R);
+		CHECK_U64(fk_violations(), v0 + 1);
+		cudaFree(d2);
 		fk_on_stream(b);
 		fk_kernel("k_fill", d, 100, FK_W);
 		CHECK_U64(fk_violations(), v0 + 2);
