@@ -287,7 +287,6 @@ static void call_on(cudaStream_t s, uint64_t dur)
 	next_span = (struct span){ true, stream_id(s), t, t + dur };
 }
 
-
 /* ---- the state of each byte, as runs ---- */
 
 static void seg_reset(struct alloc *a, uint8_t state)
@@ -710,10 +709,8 @@ void fk_fail(const char *fmt, ...)
 static void order_run(struct arg *a, struct alloc *al, uint32_t i, bool write)
 {
 	struct seg *g = &al->seg[i];
-	int sid = C.span.sid;
-
+	int sid = C.span.sid, with = -1;
 	uint64_t until = 0;
-	int with = -1;
 
 	/* a read meets another stream's write; a write, its write or read
 	 * (two reads never race) */
