@@ -42,6 +42,15 @@ void plan_arena_forget(void);
  * (UINT64_MAX: all; 0: every schedule's hash is the same, so only the
  * comparison of their allocations tells them apart). */
 void plan_arena_keep_at_most(uint32_t n, size_t bytes, uint64_t key_mask);
+/* The arena's scan asks, for cnt (at most 64) placed allocations at once,
+ * which meet a new one in time: bit i of the result is whether
+ * [ps[i], pe[i]) or [ps2[i], pe2[i]) meets [s, e) or [s2, e2).  Event ranks
+ * are under 2^31; the first lifetimes are not empty, and a second one is
+ * either not empty or [0, 0) (none); any2 false: no [ps2[i], pe2[i]) is one,
+ * and they are not read.  Exposed for test_planners, which checks it
+ * against the definition. */
+uint64_t plan_arena_meets_mask(const uint32_t *ps, const uint32_t *pe, const uint32_t *ps2, const uint32_t *pe2,
+			       bool any2, uint32_t cnt, uint32_t s, uint32_t e, uint32_t s2, uint32_t e2);
 /* Offsets are multiples of this; arena_bytes is the highest end, unrounded. */
 #define PLAN_ARENA_ALIGN 256u
 /* Check p->offset against p->sched's simulated lifetimes: every allocation

@@ -303,6 +303,71 @@ static void known_wait(void)
 	unload(&f);
 }
 
+/* Whether [a, b) and [c, d) share an instant, by enumeration. */
+static bool share(uint32_t a, uint32_t b, uint32_t c, uint32_t d)
+{
+	for (uint32_t t = a; t < b; t++)
+		if (c <= t && t < d)
+			return true;
+	return false;
+}
+
+/* The scan's time mask against the definition: random lifetimes over 9
+ * event ranks, first lifetimes not empty, second ones empty ([0, 0)) or not,
+ * 1 to 64 placed at once (the four-wide loops and their tail), with and
+ * without second lifetimes among the placed. */
+static void meets_mask_defined(void)
+{
+	uint32_t ps[64], pe[64], ps2[64], pe2[64], x = 12345;
+	unsigned bad = 0, cases = 0;
+
+	/* by hand: [2,5) meets [4,6) but not [5,6); its second [7,9) meets [8,9) */
+	memset(ps2, 0, sizeof(ps2));
+	memset(pe2, 0, sizeof(pe2));
+	ps[0] = 4, pe[0] = 6;
+	ps[1] = 5, pe[1] = 6;
+	ps[2] = 8, pe[2] = 9;
+	CHECK_U64(plan_arena_meets_mask(ps, pe, ps2, pe2, false, 3, 2, 5, 0, 0), 1);
+	CHECK_U64(plan_arena_meets_mask(ps, pe, ps2, pe2, false, 3, 2, 5, 7, 9), 5);
+	/* a placed second lifetime [0,1) meets [0,2): [5,6) alone does not */
+	ps2[1] = 0, pe2[1] = 1;
+	CHECK_U64(plan_arena_meets_mask(ps, pe, ps2, pe2, true, 2, 0, 2, 0, 0), 2);
+	for (uint32_t round = 0; round < 4000; round++) {
+		uint32_t cnt = 1 + round % 64, r[4], s, e, s2, e2;
+		bool any2 = round & 64;
+		uint64_t want = 0, got;
+
+		for (int q = 0; q < 4; q++) {
+			x = x * 1103515245u + 12345u;
+			r[q] = (x >> 16) % 9;
+		}
+		s = r[0] < r[1] ? r[0] : r[1];
+		e = r[0] < r[1] ? r[1] : r[0] + 1;
+		s2 = r[2] < r[3] ? r[2] : 0;
+		e2 = r[2] < r[3] ? r[3] : 0;
+		for (uint32_t i = 0; i < cnt; i++) {
+			uint32_t v[4];
+
+			for (int q = 0; q < 4; q++) {
+				x = x * 1103515245u + 12345u;
+				v[q] = (x >> 16) % 9;
+			}
+			ps[i] = v[0] < v[1] ? v[0] : v[1];
+			pe[i] = v[0] < v[1] ? v[1] : v[0] + 1;
+			ps2[i] = any2 && v[2] < v[3] ? v[2] : 0;
+			pe2[i] = any2 && v[2] < v[3] ? v[3] : 0;
+			if (share(ps[i], pe[i], s, e) || share(ps[i], pe[i], s2, e2) || share(ps2[i], pe2[i], s, e) ||
+			    share(ps2[i], pe2[i], s2, e2))
+				want |= (uint64_t)1 << i;
+		}
+		got = plan_arena_meets_mask(ps, pe, ps2, pe2, any2, cnt, s, e, s2, e2);
+		bad += got != want;
+		cases += cnt;
+	}
+	CHECK(bad == 0);
+	printf("arena time masks against the definition: %u pairs in 4000 masks, %u masks wrong\n", cases, bad);
+}
+
 /* The arena's two placements, the sorted scan and the segment tree, give the
  * same offsets to the byte. */
 static void same_placements(const struct mp_net *net, const struct mp_plan *p)
@@ -1212,6 +1277,7 @@ int main(void)
 	known_wait();
 	searched_kept();
 	searched_limits();
+	meets_mask_defined();
 	printf("planners at 90/70/50/30%% of the liveness peak (+ fits, - cannot), arena / max-live:\n");
 	if (glob("examples/*.json", 0, NULL, &g) == 0) {
 		for (size_t i = 0; i < g.gl_pathc; i++)
