@@ -287,6 +287,15 @@ static void call_on(cudaStream_t s, uint64_t dur)
 	next_span = (struct span){ true, stream_id(s), t, t + dur };
 }
 
+/* The span call_on gave, for the call now open; unset after. */
+static struct span take_span(void)
+{
+	struct span sp = next_span;
+
+	next_span.set = false;
+	return sp;
+}
+
 /* ---- the state of each byte, as runs ---- */
 
 static void seg_reset(struct alloc *a, uint8_t state)
@@ -665,8 +674,7 @@ void fk_call(const char *call)
 	memset(&C, 0, sizeof(C));
 	C.call = call;
 	C.open = true;
-	C.span = next_span;
-	next_span.set = false;
+	C.span = take_span();
 }
 
 /* A library call on its handle's stream: inside the call, after fk_call. */
@@ -675,8 +683,7 @@ void fk_call_stream(cudaStream_t s)
 	if (!C.open)
 		return;
 	call_on(s, 0);
-	C.span = next_span;
-	next_span.set = false;
+	C.span = take_span();
 }
 
 void fk_arg(const char *name, const void *p, const struct fk_layout *l, unsigned how, int inplace)
@@ -875,8 +882,7 @@ int fk_end(void)
 
 	if (!C.span.set) {
 		call_on(NULL, 0);
-		C.span = next_span;
-		next_span.set = false;
+		C.span = take_span();
 	}
 
 	/* every extent inside one live allocation */
