@@ -704,7 +704,7 @@ uint64_t plan_arena_meets_mask(const uint32_t *ps, const uint32_t *pe, const uin
  * with the segment tree, DenseNet-121's (2212) 2.2x; the tree wins on
  * residual nets of 500 blocks (2442 allocations) by 1.4x.  Same rule, same
  * offsets (test_planners compares the two).  With the mask, `memplan plan
- * examples/unet.json --budget 50%` takes 5.5 s instead of 8.8
+ * examples/unet.json --budget 50%` takes 5.3 s instead of 8.8
  * (bench/plan-quality.md, "Planning time", session 31).
  */
 static uint64_t place_scan(struct placed *pl, const struct item *it, uint32_t n_it, uint64_t *off_by_act,
