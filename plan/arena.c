@@ -644,7 +644,8 @@ struct placed {
 	uint32_t *s, *e, *s2, *e2;
 };
 
-/* meets() of cnt (at most 64) lifetimes at once, without branches (arena.h):
+/* meets() of cnt (at most 64) lifetimes at once, per lane without branches
+ * (arena.h):
  * an empty second lifetime is [0, 0), which meets nothing, so only the
  * terms that can hold are computed. */
 uint64_t plan_arena_meets_mask(const uint32_t *ps, const uint32_t *pe, const uint32_t *ps2, const uint32_t *pe2,
@@ -702,10 +703,9 @@ uint64_t plan_arena_meets_mask(const uint32_t *ps, const uint32_t *pe, const uin
  * all, but a few instructions per pair: the four orders of greedy's plans
  * of U-Net at 70 and 50% (262 and 1163 allocations) place 3.0x faster than
  * with the segment tree, DenseNet-121's (2212) 2.2x; the tree wins on
- * residual nets of 500 blocks (2442 allocations) by 1.4x.  Same rule, same
- * offsets (test_planners compares the two).  With the mask, `memplan plan
- * examples/unet.json --budget 50%` takes 5.3 s instead of 8.8
- * (bench/plan-quality.md, "Planning time", session 31).
+ * residual nets of 500 blocks (2442 allocations) by 1.4x
+ * (bench/plan-quality.md, "Planning time").  Same rule, same offsets
+ * (test_planners compares the two).
  */
 static uint64_t place_scan(struct placed *pl, const struct item *it, uint32_t n_it, uint64_t *off_by_act,
 			   uint64_t stop)
@@ -778,7 +778,10 @@ struct placer {
 	struct placed pl;     /* columns of [n_it] when scan */
 };
 
-/* Up to this many allocations place_scan is the faster. */
+/* Up to this many allocations place_scan places (and the search runs): the
+ * faster on residual nets up to some 2000 allocations; on DenseNet-121's 2212
+ * the scan is still the faster, but a larger limit would change which
+ * schedules are searched, so plans. */
 #define ARENA_SCAN_MAX 2048
 
 static void placer_init(struct placer *P, uint32_t n_it, uint32_t m, int force)
@@ -786,11 +789,11 @@ static void placer_init(struct placer *P, uint32_t n_it, uint32_t m, int force)
 	memset(P, 0, sizeof(*P));
 	P->scan = force ? force > 0 : n_it <= ARENA_SCAN_MAX;
 	P->m = m;
-	MP_ASSERT(m <= INT32_MAX);  /* plan_arena_meets_mask compares ranks signed */
 	if (P->scan) {
-		P->pl.lo = mp_xmalloc(2 * (n_it + 1) * sizeof(*P->pl.lo));
+		MP_ASSERT(m <= INT32_MAX);  /* plan_arena_meets_mask compares ranks signed */
+		P->pl.lo = mp_xmalloc(2 * ((size_t)n_it + 1) * sizeof(*P->pl.lo));
 		P->pl.hi = P->pl.lo + n_it + 1;
-		P->pl.s = mp_xmalloc(4 * (n_it + 1) * sizeof(*P->pl.s));
+		P->pl.s = mp_xmalloc(4 * ((size_t)n_it + 1) * sizeof(*P->pl.s));
 		P->pl.e = P->pl.s + n_it + 1;
 		P->pl.s2 = P->pl.e + n_it + 1;
 		P->pl.e2 = P->pl.s2 + n_it + 1;

@@ -287,7 +287,7 @@ static void call_on(cudaStream_t s, uint64_t dur)
 	next_span = (struct span){ true, stream_id(s), t, t + dur };
 }
 
-/* The span call_on gave, for the call now open; unset after. */
+/* The span call_on set for the call now open, if it set one; unset after. */
 static struct span take_span(void)
 {
 	struct span sp = next_span;

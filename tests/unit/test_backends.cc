@@ -88,6 +88,8 @@ static uint64_t fix_live(struct fix *f)
 	if (sim_run(f->net, &f->req.device, &s, &live, &err) == 0) {
 		peak = live.peak_bytes;
 		sim_release(&live);
+	} else {
+		fprintf(stderr, "liveness: %s\n", err.msg);
 	}
 	CHECK(peak > 0);
 	sched_release(&s);
@@ -693,7 +695,7 @@ static void test_fake_timeline(void)
 		struct fix f;
 		uint64_t live;
 
-		/* (a plan under no budget, for the loaded net) */
+		/* (greedy under no budget: only to load the net on that link) */
 		if (fix_plan_on(&f, nets[n], UINT64_C(1) << 40, MP_PLANNER_GREEDY, &link) < 0) {
 			CHECK(0);
 			continue;
