@@ -46,9 +46,9 @@ void plan_arena_keep_at_most(uint32_t n, size_t bytes, uint64_t key_mask);
  * which meet a new one in time: bit i of the result is whether
  * [ps[i], pe[i]) or [ps2[i], pe2[i]) meets [s, e) or [s2, e2).  Event ranks
  * are under 2^31; the first lifetimes are not empty, and a second one is
- * either not empty or [0, 0) (none); any2 false: no [ps2[i], pe2[i]) is one,
- * and they are not read.  Exposed for test_planners, which checks it
- * against the definition. */
+ * either not empty or [0, 0) (none).  any2 false: no placed allocation has
+ * a second lifetime, and ps2 and pe2 are not read.  Exposed for
+ * test_planners, which checks it against the definition. */
 uint64_t plan_arena_meets_mask(const uint32_t *ps, const uint32_t *pe, const uint32_t *ps2, const uint32_t *pe2,
 			       bool any2, uint32_t cnt, uint32_t s, uint32_t e, uint32_t s2, uint32_t e2);
 /* Offsets are multiples of this; arena_bytes is the highest end, unrounded. */
