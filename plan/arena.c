@@ -644,19 +644,19 @@ struct placed {
 	uint32_t *s, *e, *s2, *e2;
 };
 
-/* meets() of cnt (at most 64) lifetimes at once, per lane without branches
- * (arena.h):
- * an empty second lifetime is [0, 0), which meets nothing, so only the
- * terms that can hold are computed. */
+/* meets() of cnt (at most 64) lifetimes at once (arena.h), four lanes
+ * without branches: an empty second lifetime is [0, 0), which meets
+ * nothing, so only the terms that can hold are computed.  The tail, and
+ * builds without SSE2, ask meets() itself. */
 uint64_t plan_arena_meets_mask(const uint32_t *ps, const uint32_t *pe, const uint32_t *ps2, const uint32_t *pe2,
 			       bool any2, uint32_t cnt, uint32_t s, uint32_t e, uint32_t s2, uint32_t e2)
 {
-	bool two = s2 < e2;
 	uint32_t b = 0;
 	uint64_t m = 0;
 
 #ifdef __SSE2__
 	/* four at a time (event ranks are under 2^31: signed compares serve) */
+	bool two = s2 < e2;
 	__m128i vs = _mm_set1_epi32((int)s), ve = _mm_set1_epi32((int)e), vs2 = _mm_set1_epi32((int)s2),
 		ve2 = _mm_set1_epi32((int)e2);
 #define MEETS(a, z, vs, ve) _mm_and_si128(_mm_cmplt_epi32(a, ve), _mm_cmplt_epi32(vs, z))
@@ -683,15 +683,8 @@ uint64_t plan_arena_meets_mask(const uint32_t *ps, const uint32_t *pe, const uin
 #undef LOAD
 #undef MASK
 #endif
-	for (; b < cnt; b++) {
-		uint32_t c = (ps[b] < e) & (s < pe[b]);
-
-		if (two)
-			c |= (ps[b] < e2) & (s2 < pe[b]);
-		if (any2)
-			c |= ((ps2[b] < e) & (s < pe2[b])) | ((ps2[b] < e2) & (s2 < pe2[b]));
-		m |= (uint64_t)c << b;
-	}
+	for (; b < cnt; b++)
+		m |= (uint64_t)meets(s, e, s2, e2, ps[b], pe[b], any2 ? ps2[b] : 0, any2 ? pe2[b] : 0) << b;
 	return m;
 }
 
@@ -805,8 +798,7 @@ static void placer_release(struct placer *P)
 	if (P->scan) {
 		free(P->pl.lo);
 		free(P->pl.s);
-	}
-	else if (P->T.cover)
+	} else if (P->T.cover)
 		seg_give(&P->T);
 }
 
